@@ -1,0 +1,104 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "switchboard",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "switchboard", targets: ["switchboard"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        // The C boundary: Debian's libwebsockets 4.1 and libev.
+        .systemLibrary(
+            name: "CLibWebSockets",
+            pkgConfig: "libwebsockets",
+            providers: [.apt(["libwebsockets-dev", "libev-dev"])]
+        ),
+        // POSIX socket helpers in C, so the Swift side handles no sockaddr.
+        .target(name: "CSwitchboardShims"),
+        // Pure core: ids, wire codecs, relay state machine. No I/O, no clock, no threads.
+        .target(
+            name: "SwitchboardCore",
+            dependencies: [.product(name: "DequeModule", package: "swift-collections")],
+            swiftSettings: strictSettings
+        ),
+        // libwebsockets adapter: the only module with unsafe code.
+        .target(
+            name: "SwitchboardTransport",
+            dependencies: [
+                "CLibWebSockets",
+                "CSwitchboardShims",
+                "SwitchboardCore",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Application layer: the serial queue that owns live state and runs the core.
+        .target(
+            name: "SwitchboardApp",
+            dependencies: [
+                "SwitchboardCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Composition root: configuration, wiring, lifecycle.
+        .target(
+            name: "SwitchboardServer",
+            dependencies: [
+                "SwitchboardCore",
+                "SwitchboardApp",
+                "SwitchboardTransport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "switchboard",
+            dependencies: [
+                "SwitchboardServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Test support: manual clock, in-memory transport twin, WebSocket test client.
+        .target(
+            name: "SwitchboardTesting",
+            dependencies: ["SwitchboardCore", "SwitchboardApp", "SwitchboardTransport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SwitchboardCoreTests",
+            dependencies: ["SwitchboardCore", "SwitchboardTesting"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SwitchboardServerTests",
+            dependencies: ["SwitchboardServer", "SwitchboardCore", "SwitchboardTransport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SwitchboardIntegrationTests",
+            dependencies: [
+                "SwitchboardServer", "SwitchboardApp", "SwitchboardCore", "SwitchboardTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

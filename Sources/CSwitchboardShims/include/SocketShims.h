@@ -1,0 +1,21 @@
+#ifndef SWITCHBOARD_SOCKET_SHIMS_H
+#define SWITCHBOARD_SOCKET_SHIMS_H
+
+#include <stddef.h>
+
+/* Small POSIX socket helpers, so Swift code needs no raw sockaddr handling.
+ * Every function returns a negative errno on failure. */
+
+int sb_listen_tcp(const char *host, int port, int backlog);
+int sb_local_port(int fd);
+int sb_accept(int listen_fd);
+int sb_peer_address(int fd, char *buf, size_t len);
+int sb_connect_tcp(const char *host, int port);
+int sb_set_recv_timeout(int fd, int ms);
+int sb_send_all(int fd, const void *data, size_t len);
+long sb_recv(int fd, void *buf, size_t len);
+int sb_close(int fd);
+long sb_raise_nofile_limit(void);
+const char *sb_strerror(int err);
+
+#endif

@@ -1,0 +1,149 @@
+import Dispatch
+import Foundation
+import Logging
+import SwitchboardCore
+
+/// The application's single owner of live signaling state.
+///
+/// Transport threads hand it batches of events; it hops to its serial `queue`, runs the pure
+/// core (``PeerRelay``) and hands the resulting commands to the ``OutboundTransport`` in one
+/// batch per hop.
+///
+/// Invariant behind `@unchecked Sendable`: every stored `var` is read and written only on
+/// `queue` (checked with `dispatchPrecondition` at each entry point).
+public final class SignalingHub: TransportEventSink, @unchecked Sendable {
+    /// The serial queue that owns the relay.
+    public let queue: DispatchQueue
+    let routes: PeerJSRoutes
+    let clock: any MonotonicClockSource
+    let logger: Logger
+    let newPeerID: @Sendable () -> String
+    var relay: PeerRelay
+    var transport: (any OutboundTransport)?
+    var sweepTimer: (any DispatchSourceTimer)?
+    var draining = false
+
+    public init(
+        relay configuration: RelayConfiguration,
+        routes: PeerJSRoutes,
+        clock: any MonotonicClockSource = SystemMonotonicClock(),
+        newPeerID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
+        logger: Logger
+    ) {
+        self.queue = DispatchQueue(label: "switchboard.signaling")
+        self.relay = PeerRelay(configuration: configuration)
+        self.routes = routes
+        self.clock = clock
+        self.newPeerID = newPeerID
+        self.logger = logger
+    }
+
+    /// Connects the outbound side and starts the expiry and liveness sweep.
+    public func start(transport: any OutboundTransport) {
+        queue.sync {
+            self.transport = transport
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            let interval = relay.configuration.sweepInterval
+            timer.schedule(deadline: .now() + .milliseconds(Int(interval.milliseconds)), repeating: .milliseconds(Int(interval.milliseconds)))
+            timer.setEventHandler { [weak self] in self?.sweep() }
+            timer.resume()
+            sweepTimer = timer
+        }
+    }
+
+    /// Stops the sweep and detaches the transport.
+    public func stop() {
+        queue.sync {
+            sweepTimer?.cancel()
+            sweepTimer = nil
+            transport = nil
+        }
+    }
+
+    /// From now on new WebSockets are closed with 1001 right after they open.
+    public func beginDraining() {
+        queue.sync { draining = true }
+    }
+
+    public func transportDidReceive(_ events: [TransportEvent]) {
+        queue.async { self.process(events) }
+    }
+
+    /// Runs `body` on the queue with the relay, for inspection (admin API, tests).
+    public func withRelay<T: Sendable>(_ body: @Sendable (PeerRelay) -> T) -> T {
+        queue.sync { body(relay) }
+    }
+
+    func process(_ events: [TransportEvent]) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let now = clock.now()
+        var effects: [RelayEffect] = []
+        var responses: [OutboundCommand] = []
+        for event in events {
+            handle(event, now: now, effects: &effects, responses: &responses)
+        }
+        execute(effects, plus: responses, now: now)
+    }
+
+    private func handle(
+        _ event: TransportEvent, now: MonotonicTime, effects: inout [RelayEffect], responses: inout [OutboundCommand]
+    ) {
+        switch event {
+        case .opened(let connection, let upgrade):
+            guard !draining else {
+                responses.append(.close(connection, .goingAway, reason: "server is draining"))
+                return
+            }
+            relay.connectionOpened(connection, query: upgrade.query, now: now, into: &effects)
+        case .message(let connection, let bytes, let isBinary):
+            relay.frameReceived(connection, bytes, isBinary: isBinary, now: now, into: &effects)
+        case .closed(let connection):
+            relay.connectionClosed(connection)
+        case .request(let connection, let request):
+            let response = routes.respond(to: request, relay: relay, newID: newPeerID)
+                ?? SwitchboardError(.notFound, "no route for \(request.method) \(request.path)").httpResponse
+            responses.append(.respond(connection, response))
+        }
+    }
+
+    private func sweep() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let now = clock.now()
+        var effects: [RelayEffect] = []
+        relay.tick(now: now, into: &effects)
+        if !effects.isEmpty { execute(effects, plus: [], now: now) }
+    }
+
+    /// Runs a sweep now (tests drive time with a manual clock).
+    public func sweepNow() {
+        queue.sync { sweep() }
+    }
+
+    /// Hands effects to the transport; refused deliveries are fed back to the relay, whose
+    /// answers (LEAVE to the sender) go out in a second round.
+    func execute(_ effects: [RelayEffect], plus extra: [OutboundCommand], now: MonotonicTime) {
+        guard let transport else { return }
+        var pending = effects
+        var commands = extra
+        for _ in 0..<4 {
+            var receipts: [(ConnectionID, DeliveryReceipt)] = []
+            for effect in pending {
+                switch effect {
+                case .send(let connection, let frame, let receipt):
+                    commands.append(.send(connection, frame))
+                    if let receipt { receipts.append((connection, receipt)) }
+                case .close(let connection, let code, let reason):
+                    commands.append(.close(connection, code, reason: reason))
+                }
+            }
+            let refused = commands.isEmpty ? [] : transport.submit(commands)
+            commands = []
+            pending = []
+            guard !refused.isEmpty else { return }
+            for (connection, receipt) in receipts where refused.contains(connection) {
+                logger.notice("outbox full, closing", metadata: ["conn.id": "\(connection)", "peer.id": "\(receipt.destination)"])
+                relay.deliveryFailed(receipt, on: connection, now: now, into: &pending)
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+/// WebSocket close codes the daemon sends (RFC 6455 §7.4 and the private range).
+public struct CloseCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+
+    /// 1000: the purpose of the connection is fulfilled (also: a handshake was refused).
+    public static let normal = CloseCode(rawValue: 1000)
+    /// 1001: the daemon is shutting down or draining.
+    public static let goingAway = CloseCode(rawValue: 1001)
+    /// 1008: a policy was broken (too many bad frames, a consumer that does not read).
+    public static let policyViolation = CloseCode(rawValue: 1008)
+    /// 1009: a message was larger than `max_message_bytes`.
+    public static let messageTooBig = CloseCode(rawValue: 1009)
+    /// 1011: the server hit an unexpected condition.
+    public static let internalError = CloseCode(rawValue: 1011)
+    /// 1013: try again later (a capacity limit was reached).
+    public static let tryAgainLater = CloseCode(rawValue: 1013)
+
+    public var description: String { String(rawValue) }
+}

@@ -1,0 +1,59 @@
+extension PeerRelay {
+    /// A PeerJS socket finished its WebSocket upgrade with these (URL-decoded) query parameters.
+    ///
+    /// Runs the PeerJS checks in order (parameters, key, id taken, concurrent limit); on success
+    /// registers the id, sends OPEN and then everything queued for the id.
+    public mutating func connectionOpened(
+        _ connection: ConnectionID,
+        query: [String: String],
+        now: MonotonicTime,
+        into effects: inout [RelayEffect]
+    ) {
+        sockets[connection] = Socket(
+            peer: nil,
+            lastSeen: now,
+            malformedBudget: TokenBucket(
+                rate: configuration.malformedRate, burst: configuration.malformedBurst, now: now)
+        )
+        guard let key = query["key"], !key.isEmpty, let token = query["token"], !token.isEmpty,
+            let rawID = query["id"], !rawID.isEmpty
+        else {
+            return refuse(connection, PeerJSOutbound.error(PeerJSOutbound.ErrorText.missingParameters), "missing_parameters", into: &effects)
+        }
+        guard key == configuration.key else {
+            return refuse(connection, PeerJSOutbound.error(PeerJSOutbound.ErrorText.invalidKey), "invalid_key", into: &effects)
+        }
+        guard let id = PeerID(rawID) else {
+            return refuse(connection, PeerJSOutbound.error("Invalid id"), "invalid_id", into: &effects)
+        }
+        if let existing = registrations[id] {
+            guard existing.token == token else {
+                return refuse(connection, PeerJSOutbound.idTaken, "id_taken", into: &effects)
+            }
+            registrations[id]?.connection = connection
+        } else {
+            guard registrations.count < configuration.concurrentLimit else {
+                return refuse(connection, PeerJSOutbound.error(PeerJSOutbound.ErrorText.concurrentLimit), "concurrent_limit", code: .tryAgainLater, into: &effects)
+            }
+            registrations[id] = Registration(token: token, connection: connection)
+        }
+        sockets[connection]?.peer = id
+        effects.append(.send(connection, PeerJSOutbound.open, receipt: nil))
+        for entry in queues.drain(id.rawValue) {
+            effects.append(.send(connection, entry.frame, receipt: nil))
+            stats.deliveredFromQueue += 1
+        }
+    }
+
+    private mutating func refuse(
+        _ connection: ConnectionID,
+        _ frame: [UInt8],
+        _ reason: String,
+        code: CloseCode = .policyViolation,
+        into effects: inout [RelayEffect]
+    ) {
+        stats.refused[reason, default: 0] += 1
+        effects.append(.send(connection, frame, receipt: nil))
+        effects.append(.close(connection, code, reason: reason))
+    }
+}

@@ -1,0 +1,39 @@
+extension PeerRelay {
+    /// Periodic sweep: expires queued messages older than `expire_timeout` (one EXPIRE per
+    /// sender and destination) and closes sockets silent past `alive_timeout`.
+    public mutating func tick(now: MonotonicTime, into effects: inout [RelayEffect]) {
+        expireQueuedMessages(now: now, into: &effects)
+        closeSilentSockets(now: now, into: &effects)
+    }
+
+    private mutating func expireQueuedMessages(now: MonotonicTime, into effects: inout [RelayEffect]) {
+        let deadline = now.advanced(by: .zero - configuration.expireTimeout)
+        let expired = queues.removeExpired(queuedAtOrBefore: deadline)
+        guard !expired.isEmpty else { return }
+        stats.expired += expired.count
+        var notified = Set<ExpiryPair>()
+        for (destination, entry) in expired {
+            guard notified.insert(ExpiryPair(sender: entry.sender, destination: destination)).inserted else { continue }
+            stats.expireNotices += 1
+            sendExpire(offlinePeer: destination, to: entry.sender, into: &effects)
+        }
+    }
+
+    private mutating func closeSilentSockets(now: MonotonicTime, into effects: inout [RelayEffect]) {
+        let deadline = now.advanced(by: .zero - configuration.aliveTimeout)
+        for (connection, socket) in sockets where socket.lastSeen < deadline {
+            sockets[connection] = nil
+            stats.timedOut += 1
+            if let peer = socket.peer, registrations[peer]?.connection == connection {
+                registrations[peer] = nil
+                _ = queues.drain(peer.rawValue)
+            }
+            effects.append(.close(connection, .normal, reason: "alive timeout"))
+        }
+    }
+}
+
+private struct ExpiryPair: Hashable {
+    let sender: PeerID
+    let destination: String
+}

@@ -1,0 +1,25 @@
+/// A token bucket: `rate` tokens a second, holding at most `burst`.
+public struct TokenBucket: Sendable, Equatable {
+    public let rate: Double
+    public let burst: Double
+    private var tokens: Double
+    private var updated: MonotonicTime
+
+    /// A full bucket at `now`.
+    public init(rate: Double, burst: Double, now: MonotonicTime) {
+        self.rate = rate
+        self.burst = burst
+        self.tokens = burst
+        self.updated = now
+    }
+
+    /// Takes one token; `false` when the bucket is empty.
+    public mutating func take(now: MonotonicTime) -> Bool {
+        let elapsed = Double(max(0, now.nanoseconds - updated.nanoseconds)) / 1e9
+        tokens = min(burst, tokens + elapsed * rate)
+        updated = now
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+}

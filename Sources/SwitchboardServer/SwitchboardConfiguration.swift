@@ -1,0 +1,22 @@
+import Logging
+import SwitchboardCore
+import SwitchboardTransport
+
+/// Every setting of the daemon, validated, split into each component's own configuration.
+public struct SwitchboardConfiguration: Sendable {
+    /// The libwebsockets listener.
+    public var transport: TransportConfiguration
+    /// The PeerJS relay.
+    public var relay: RelayConfiguration
+    /// PeerJS mount path and CORS.
+    public var peerJSRoutes: PeerJSRoutes
+    /// How long shutdown waits for sockets to close.
+    public var drainTimeout: Duration
+    /// The log level.
+    public var logLevel: Logger.Level
+
+    /// The defaults of every key.
+    public static var defaults: SwitchboardConfiguration {
+        get throws { try ConfigurationLoader.load(fileContents: nil, environment: [:]) }
+    }
+}

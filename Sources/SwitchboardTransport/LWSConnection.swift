@@ -1,0 +1,31 @@
+import DequeModule
+import SwitchboardCore
+
+/// Per-connection state owned by one service thread. Never touched by other threads.
+final class LWSConnection {
+    enum Kind { case http, webSocket }
+
+    let id: ConnectionID
+    let wsi: OpaquePointer
+    var kind: Kind = .http
+    let remoteAddress: String
+
+    // WebSocket
+    var upgrade: WebSocketUpgrade?
+    var receiving: [UInt8] = []
+    var receivingBinary = false
+    var receivingInProgress = false
+    var outbox = Deque<[UInt8]>()
+    var pendingClose: (code: CloseCode, reason: String)?
+
+    // HTTP
+    var request: HTTPRequest?
+    var requestBodyTooLarge = false
+    var response: HTTPResponse?
+
+    init(id: ConnectionID, wsi: OpaquePointer, remoteAddress: String) {
+        self.id = id
+        self.wsi = wsi
+        self.remoteAddress = remoteAddress
+    }
+}

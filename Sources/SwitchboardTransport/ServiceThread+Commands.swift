@@ -1,0 +1,53 @@
+import CLibWebSockets
+import SwitchboardCore
+
+extension ServiceThread {
+    /// Runs everything the application posted since the last wake-up.
+    func executeMailbox() {
+        let (commands, controls, _) = mailbox.take()
+        for command in commands {
+            execute(command)
+        }
+        for control in controls {
+            switch control {
+            case .drain(let code): drain(code)
+            }
+        }
+    }
+
+    private func execute(_ command: OutboundCommand) {
+        guard let connection = connections[command.connection] else { return }
+        switch command {
+        case .send(_, let frame):
+            guard connection.kind == .webSocket, connection.pendingClose == nil else { return }
+            connection.outbox.append(frame)
+            lws_callback_on_writable(connection.wsi)
+        case .close(_, let code, let reason):
+            guard connection.kind == .webSocket, connection.pendingClose == nil else { return }
+            connection.pendingClose = (code, reason)
+            if reason == Mailbox.overflowReason {
+                let dropped = connection.outbox.reduce(0) { $0 + $1.count }
+                connection.outbox.removeAll()
+                mailbox.written(dropped, on: connection.id)
+                lws_set_timeout(connection.wsi, PENDING_TIMEOUT_CLOSE_SEND, 2)
+            }
+            lws_callback_on_writable(connection.wsi)
+        case .respond(_, let response):
+            guard connection.kind == .http, connection.request != nil else { return }
+            connection.response = response
+            lws_callback_on_writable(connection.wsi)
+        }
+    }
+
+    /// Stops accepting and asks every WebSocket to close with `code`.
+    private func drain(_ code: CloseCode) {
+        if let listener {
+            lws_set_timeout(listener, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC)
+        }
+        for connection in connections.values where connection.kind == .webSocket {
+            connection.pendingClose = (code, "server shutting down")
+            lws_set_timeout(connection.wsi, PENDING_TIMEOUT_CLOSE_SEND, 3)
+            lws_callback_on_writable(connection.wsi)
+        }
+    }
+}

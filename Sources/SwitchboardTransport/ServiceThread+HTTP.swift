@@ -1,0 +1,98 @@
+import CLibWebSockets
+import SwitchboardCore
+
+extension ServiceThread {
+    func handleHTTP(
+        wsi: OpaquePointer, reason: lws_callback_reasons, input: UnsafeMutableRawPointer?, length: Int
+    ) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_HTTP:
+            return beginRequest(wsi)
+        case LWS_CALLBACK_HTTP_BODY:
+            guard let connection = connectionsByWSI[wsi], connection.request != nil else { return -1 }
+            appendBody(connection, input: input, length: length)
+            return 0
+        case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+            guard let connection = connectionsByWSI[wsi], connection.request != nil else { return -1 }
+            finishRequest(connection)
+            return 0
+        case LWS_CALLBACK_HTTP_WRITEABLE:
+            guard let connection = connectionsByWSI[wsi], let response = connection.response else { return 0 }
+            return writeResponse(connection, response)
+        case LWS_CALLBACK_CLOSED_HTTP:
+            if let connection = connectionsByWSI[wsi] {
+                connection.request = nil
+                connection.response = nil
+            }
+            return 0
+        default:
+            return 0
+        }
+    }
+
+    private func beginRequest(_ wsi: OpaquePointer) -> Int32 {
+        let connection = connection(for: wsi)
+        guard let (method, path) = LWSHeaders.requestLine(wsi) else {
+            return Int32(lws_return_http_status(wsi, HTTP_STATUS_METHOD_NOT_ALLOWED.rawValue, nil) != 0 ? -1 : 0)
+        }
+        connection.request = HTTPRequest(
+            method: method, path: path, query: LWSHeaders.query(wsi), headers: LWSHeaders.headers(wsi),
+            remoteAddress: connection.remoteAddress)
+        connection.requestBodyTooLarge = false
+        connection.response = nil
+        let declared = Int(LWSHeaders.copy(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) ?? "") ?? 0
+        if declared > configuration.maxRequestBodyBytes {
+            respondLocally(connection, SwitchboardError(.payloadTooLarge, "request body exceeds \(configuration.maxRequestBodyBytes) bytes").httpResponse)
+            return 0
+        }
+        if declared == 0 { finishRequest(connection) }
+        return 0
+    }
+
+    private func appendBody(_ connection: LWSConnection, input: UnsafeMutableRawPointer?, length: Int) {
+        guard !connection.requestBodyTooLarge, let input, length > 0 else { return }
+        if (connection.request?.body.count ?? 0) + length > configuration.maxRequestBodyBytes {
+            connection.requestBodyTooLarge = true
+            connection.request?.body = []
+            return
+        }
+        connection.request?.body.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
+    }
+
+    private func finishRequest(_ connection: LWSConnection) {
+        guard let request = connection.request, connection.response == nil else { return }
+        if connection.requestBodyTooLarge {
+            respondLocally(connection, SwitchboardError(.payloadTooLarge, "request body exceeds \(configuration.maxRequestBodyBytes) bytes").httpResponse)
+            return
+        }
+        inbound.append(.request(connection.id, request))
+    }
+
+    private func respondLocally(_ connection: LWSConnection, _ response: HTTPResponse) {
+        connection.response = response
+        lws_callback_on_writable(connection.wsi)
+    }
+
+    private func writeResponse(_ connection: LWSConnection, _ response: HTTPResponse) -> Int32 {
+        let wsi = connection.wsi
+        let isHead = connection.request?.method == "HEAD"
+        connection.response = nil
+        connection.request = nil
+        let headerBytes = 512 + response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 8 }
+        let area = writeBuffer.payloadArea(atLeast: headerBytes)
+        var cursor: UnsafeMutablePointer<UInt8>? = area.start
+        guard lws_add_http_common_headers(wsi, UInt32(response.status), response.contentType, UInt64(response.body.count), &cursor, area.end) == 0
+        else { return -1 }
+        for header in response.headers {
+            let name = header.name.lowercased() + ":"
+            let value = Array(header.value.utf8)
+            guard lws_add_http_header_by_name(wsi, name, value, Int32(value.count), &cursor, area.end) == 0 else { return -1 }
+        }
+        guard lws_finalize_write_http_header(wsi, area.start, &cursor, area.end) == 0 else { return -1 }
+        if !response.body.isEmpty, !isHead {
+            let start = writeBuffer.stage(response.body)
+            guard lws_write(wsi, start, response.body.count, LWS_WRITE_HTTP_FINAL) >= 0 else { return -1 }
+        }
+        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+    }
+}

@@ -1,0 +1,91 @@
+import CLibWebSockets
+import SwitchboardCore
+
+extension ServiceThread {
+    func handleWebSocket(
+        wsi: OpaquePointer, reason: lws_callback_reasons, input: UnsafeMutableRawPointer?, length: Int
+    ) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+            return filterUpgrade(wsi)
+        case LWS_CALLBACK_ESTABLISHED:
+            let connection = connection(for: wsi)
+            connection.kind = .webSocket
+            mailbox.webSocketOpened(connection.id)
+            inbound.append(.opened(connection.id, connection.upgrade ?? WebSocketUpgrade(path: "")))
+            return 0
+        case LWS_CALLBACK_RECEIVE:
+            guard let connection = connectionsByWSI[wsi] else { return -1 }
+            return receive(connection, input: input, length: length)
+        case LWS_CALLBACK_SERVER_WRITEABLE:
+            guard let connection = connectionsByWSI[wsi] else { return 0 }
+            return writeFrames(connection)
+        case LWS_CALLBACK_CLOSED:
+            guard let connection = connectionsByWSI[wsi], connection.kind == .webSocket else { return 0 }
+            connection.kind = .http
+            mailbox.webSocketClosed(connection.id)
+            inbound.append(.closed(connection.id))
+            return 0
+        default:
+            return 0
+        }
+    }
+
+    /// Accepts upgrades only on the configured paths; answers others with 400.
+    private func filterUpgrade(_ wsi: OpaquePointer) -> Int32 {
+        let path = LWSHeaders.copy(wsi, WSI_TOKEN_GET_URI) ?? ""
+        guard configuration.webSocketPaths.contains(path) else {
+            _ = lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST.rawValue, "no WebSocket endpoint at this path")
+            return 1
+        }
+        let connection = connection(for: wsi)
+        connection.upgrade = WebSocketUpgrade(
+            path: path, query: LWSHeaders.query(wsi), headers: LWSHeaders.headers(wsi),
+            remoteAddress: connection.remoteAddress)
+        return 0
+    }
+
+    private func receive(_ connection: LWSConnection, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
+        let wsi = connection.wsi
+        if !connection.receivingInProgress {
+            connection.receivingInProgress = true
+            connection.receivingBinary = lws_frame_is_binary(wsi) != 0
+        }
+        guard connection.receiving.count + length <= configuration.maxMessageBytes else {
+            closeReason(wsi, .messageTooBig, "message exceeds max_message_bytes")
+            return -1
+        }
+        if let input, length > 0 {
+            connection.receiving.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
+        }
+        guard lws_is_final_fragment(wsi) != 0 else { return 0 }
+        inbound.append(.message(connection.id, connection.receiving, isBinary: connection.receivingBinary))
+        connection.receiving = []
+        connection.receivingInProgress = false
+        return 0
+    }
+
+    private func writeFrames(_ connection: LWSConnection) -> Int32 {
+        var written = 0
+        defer { mailbox.written(written, on: connection.id) }
+        while let frame = connection.outbox.first {
+            let start = writeBuffer.stage(frame)
+            guard lws_write(connection.wsi, start, frame.count, LWS_WRITE_TEXT) >= 0 else { return -1 }
+            connection.outbox.removeFirst()
+            written += frame.count
+            if lws_send_pipe_choked(connection.wsi) != 0 { break }
+        }
+        if !connection.outbox.isEmpty {
+            lws_callback_on_writable(connection.wsi)
+        } else if let close = connection.pendingClose {
+            closeReason(connection.wsi, close.code, close.reason)
+            return -1
+        }
+        return 0
+    }
+
+    func closeReason(_ wsi: OpaquePointer, _ code: CloseCode, _ reason: String) {
+        var bytes = Array(reason.utf8.prefix(120))
+        lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code.rawValue)), &bytes, bytes.count)
+    }
+}

@@ -1,0 +1,40 @@
+import Configuration
+import Foundation
+import Logging
+import SwitchboardServer
+import SwitchboardTesting
+import XCTest
+
+/// Starts the real daemon in-process on 127.0.0.1 with a kernel-chosen port.
+final class TestDaemon {
+    let daemon: SwitchboardDaemon
+    var port: Int { daemon.port }
+
+    init(_ overrides: [String: ConfigContent] = [:]) throws {
+        var values: [String: ConfigContent] = ["server.host": .string("127.0.0.1"), "server.port": .int(0)]
+        values.merge(overrides) { _, new in new }
+        let configuration = try ConfigurationLoader.load(fileContents: nil, environment: [:], overrides: values)
+        let logger: Logger =
+            ProcessInfo.processInfo.environment["TEST_LOGS"] == nil
+            ? Logger(label: "switchboard-test", factory: { _ in SwiftLogNoOpLogHandler() })
+            : Logger(label: "switchboard-test")
+        daemon = SwitchboardDaemon(configuration: configuration, logger: logger)
+        try daemon.start()
+    }
+
+    deinit { daemon.shutdown() }
+
+    /// Opens a PeerJS socket; returns it after asserting the first frame.
+    func peer(id: String, token: String = "tok", key: String = "peerjs", expectOpen: Bool = true) throws -> WebSocketTestClient {
+        let client = try WebSocketTestClient.connect(port: port, path: "/peerjs?key=\(key)&id=\(id)&token=\(token)")
+        if expectOpen {
+            let first = try client.next()
+            XCTAssertEqual(first, .text(#"{"type":"OPEN"}"#), "peer \(id) did not get OPEN")
+        }
+        return client
+    }
+
+    func http(_ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8] = []) throws -> HTTPTestClient.Response {
+        try HTTPTestClient.request(method, path, port: port, headers: headers, body: body)
+    }
+}
