@@ -89,13 +89,18 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchboardServerTests",
-            dependencies: ["SwitchboardServer", "SwitchboardCore", "SwitchboardTransport"],
+            dependencies: [
+                "SwitchboardServer", "SwitchboardCore", "SwitchboardTransport",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "SwitchboardIntegrationTests",
             dependencies: [
                 "SwitchboardServer", "SwitchboardApp", "SwitchboardCore", "SwitchboardTesting",
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

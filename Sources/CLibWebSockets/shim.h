@@ -1,9 +1,6 @@
 #ifndef SWITCHBOARD_LWS_SHIM_H
 #define SWITCHBOARD_LWS_SHIM_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 
 #include <ev.h>
 #include <libwebsockets.h>

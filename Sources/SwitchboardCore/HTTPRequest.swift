@@ -46,7 +46,7 @@ public struct HTTPResponse: Sendable, Equatable {
 
     /// A JSON response from already-encoded bytes.
     public static func json(_ status: Int, _ body: [UInt8]) -> HTTPResponse {
-        HTTPResponse(status: status, contentType: "application/json", body: body)
+        HTTPResponse(status: status, contentType: "application/json; charset=utf-8", body: body)
     }
 
     /// The value of header `name` (case-insensitive), if set.

@@ -101,8 +101,8 @@ public struct JSONScanner {
         }
     }
 
+    /// `depth` is the number of containers already open around this value.
     private mutating func skipValue(depth: Int) throws(Failure) {
-        guard depth <= Self.maximumDepth else { throw .tooDeep }
         guard let byte = peek() else { throw .syntax(offset: index) }
         switch byte {
         case UInt8(ascii: "\""): try skipString()
@@ -117,6 +117,8 @@ public struct JSONScanner {
     }
 
     private mutating func skipContainer(close: UInt8, keyed: Bool, depth: Int) throws(Failure) {
+        // Opening this container makes `depth + 1` levels of nesting.
+        guard depth < Self.maximumDepth else { throw .tooDeep }
         index += 1
         skipWhitespace()
         if peek() == close {

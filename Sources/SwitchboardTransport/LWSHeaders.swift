@@ -10,10 +10,11 @@ enum LWSHeaders {
         ("user-agent", WSI_TOKEN_HTTP_USER_AGENT),
         ("x-forwarded-for", WSI_TOKEN_X_FORWARDED_FOR),
         ("sec-websocket-protocol", WSI_TOKEN_PROTOCOL),
+        ("access-control-request-headers", WSI_TOKEN_HTTP_AC_REQUEST_HEADERS),
     ]
 
     /// Custom (non-token) headers read by name.
-    static let custom = ["access-control-request-headers", "access-control-request-method"]
+    static let custom = ["access-control-request-method"]
 
     static func copy(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
         let length = Int(lws_hdr_total_length(wsi, token))

@@ -73,7 +73,8 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
     /// them to go. Returns whether every socket closed in time.
     public func drain(code: CloseCode = .goingAway, timeout: Duration) -> Bool {
         let threads = lock.withLock { self.threads }
-        for thread in threads { thread.mailbox.post(.drain(code)) }
+        let seconds = Int32(clamping: max(1, (timeout.milliseconds + 999) / 1000))
+        for thread in threads { thread.mailbox.post(.drain(code, seconds: seconds)) }
         let deadline = Date(timeIntervalSinceNow: Double(timeout.milliseconds) / 1000)
         return threads.allSatisfy { $0.mailbox.waitForWebSocketsToClose(until: deadline) }
     }

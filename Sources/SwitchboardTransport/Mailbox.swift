@@ -9,7 +9,8 @@ import SwitchboardCore
 final class Mailbox: @unchecked Sendable {
     /// Commands the service thread executes besides the application's.
     enum Control: Sendable {
-        case drain(CloseCode)
+        /// Stop accepting; close every WebSocket with the code, giving each until the deadline.
+        case drain(CloseCode, seconds: Int32)
     }
 
     /// The close reason of a connection whose outbox overflowed.

@@ -10,7 +10,7 @@ extension ServiceThread {
         }
         for control in controls {
             switch control {
-            case .drain(let code): drain(code)
+            case .drain(let code, let seconds): drain(code, seconds: seconds)
             }
         }
     }
@@ -39,14 +39,15 @@ extension ServiceThread {
         }
     }
 
-    /// Stops accepting and asks every WebSocket to close with `code`.
-    private func drain(_ code: CloseCode) {
+    /// Stops accepting and asks every WebSocket to close with `code`; a socket that cannot take
+    /// the close frame (its peer does not read) is dropped after `seconds`.
+    private func drain(_ code: CloseCode, seconds: Int32) {
         if let listener {
             lws_set_timeout(listener, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC)
         }
         for connection in connections.values where connection.kind == .webSocket {
             connection.pendingClose = (code, "server shutting down")
-            lws_set_timeout(connection.wsi, PENDING_TIMEOUT_CLOSE_SEND, 3)
+            lws_set_timeout(connection.wsi, PENDING_TIMEOUT_CLOSE_SEND, max(1, seconds))
             lws_callback_on_writable(connection.wsi)
         }
     }

@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# Multi-stage build: compile with the Swift toolchain on Debian 12, run on a slim Debian 12
+# with only the shared libraries the binary links (libwebsockets, libev, OpenSSL, SQLite).
+
+FROM swift:6.2-bookworm AS build
+WORKDIR /src
+COPY Package.swift ./
+COPY Sources ./Sources
+COPY Tests ./Tests
+COPY config ./config
+COPY scripts ./scripts
+RUN scripts/build-release
+
+FROM debian:bookworm-slim AS runtime
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        libwebsockets17 libwebsockets-evlib-ev libev4 libssl3 libsqlite3-0 libcap2 \
+        libstdc++6 zlib1g ca-certificates curl \
+    && rm -rf /var/lib/apt/lists/* \
+    && groupadd --system switchboard \
+    && useradd --system --gid switchboard --home-dir /var/lib/switchboard --shell /usr/sbin/nologin switchboard \
+    && install -d -o switchboard -g switchboard -m 0750 /var/lib/switchboard
+COPY --from=build /src/dist/switchboard /usr/local/bin/switchboard
+COPY --from=build /src/config/switchboard.json /etc/switchboard/switchboard.json
+USER switchboard
+WORKDIR /var/lib/switchboard
+VOLUME ["/var/lib/switchboard"]
+EXPOSE 9000
+ENV SWITCHBOARD_CONFIG=/etc/switchboard/switchboard.json
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+    CMD curl -fsS http://127.0.0.1:9000/ >/dev/null || exit 1
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/local/bin/switchboard"]
+CMD ["serve"]

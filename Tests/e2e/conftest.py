@@ -1,0 +1,185 @@
+"""Fixtures for the real-peer end-to-end tests.
+
+``switchboard`` starts the daemon binary (``$SWITCHBOARD_BIN``, default
+``.build/debug/switchboard`` under the repo root) on an ephemeral loopback port
+in a temporary working directory, waits for its ``ws://…/peerjs`` ready line,
+and stops it with SIGTERM at the end, requiring exit code 0.
+
+``loopback_ice`` confines aiortc's ICE host candidates to 127.0.0.1, so that the
+WebRTC traffic between the two peers never uses a non-loopback interface.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_BIN = REPO_ROOT / ".build" / "debug" / "switchboard"
+
+READY_PATTERN = re.compile(r"ws://[0-9.]+:([0-9]+)/")
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 20.0  # above the daemon's default shutdown.drain_timeout_ms (10 s)
+
+
+@dataclass
+class DaemonOutput:
+    """Collects the daemon's merged stdout/stderr on a reader thread.
+
+    The thread keeps draining the pipe for the daemon's whole life, so the
+    daemon can never block on a full pipe, and ``port`` is set (and ``ready``
+    signalled) as soon as a line matches ``READY_PATTERN``. ``ready`` is also
+    signalled at end of output, so a daemon that dies early is noticed at once.
+    """
+
+    lines: list[str] = field(default_factory=list)
+    port: int | None = None
+    ready: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def pump(self, stream) -> None:
+        """Read ``stream`` line by line until EOF, then close it (runs on its own thread)."""
+        try:
+            for line in stream:
+                with self.lock:
+                    self.lines.append(line)
+                if self.port is None:
+                    match = READY_PATTERN.search(line)
+                    if match:
+                        self.port = int(match.group(1))
+                        self.ready.set()
+        finally:
+            stream.close()
+            self.finished.set()
+            self.ready.set()
+
+    def text(self) -> str:
+        """Everything captured so far, for failure messages."""
+        with self.lock:
+            return "".join(self.lines)
+
+
+@dataclass
+class Switchboard:
+    """A running daemon: its process, port and URLs."""
+
+    process: subprocess.Popen
+    port: int
+    output: DaemonOutput
+
+    @property
+    def http_base(self) -> str:
+        """Base URL of the HTTP routes (default path ``/``)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        """The PeerJS WebSocket endpoint (default path ``/`` → ``/peerjs``)."""
+        return f"ws://127.0.0.1:{self.port}/peerjs"
+
+
+def _daemon_binary() -> Path:
+    """Resolve the daemon binary from ``$SWITCHBOARD_BIN`` or the default build path."""
+    configured = os.environ.get("SWITCHBOARD_BIN")
+    binary = Path(configured).resolve() if configured else DEFAULT_BIN
+    if not (binary.is_file() and os.access(binary, os.X_OK)):
+        pytest.fail(
+            f"switchboard binary not found or not executable: {binary} "
+            "(build it with `swift build --product switchboard`, or set SWITCHBOARD_BIN)",
+            pytrace=False,
+        )
+    return binary
+
+
+def _stop(process: subprocess.Popen, output: DaemonOutput) -> None:
+    """SIGTERM the daemon by PID and require a clean exit (code 0) in bounded time."""
+    if process.poll() is None:
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            hung = True
+        else:
+            hung = False
+        if hung:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=STOP_TIMEOUT_S)
+            output.finished.wait(timeout=STOP_TIMEOUT_S)
+            pytest.fail(
+                f"switchboard did not exit within {STOP_TIMEOUT_S:.0f} s of SIGTERM; "
+                f"killed it with SIGKILL. Output:\n{output.text()}",
+                pytrace=False,
+            )
+    output.finished.wait(timeout=STOP_TIMEOUT_S)
+    assert process.returncode == 0, (
+        f"switchboard exited with {process.returncode} after SIGTERM. Output:\n{output.text()}"
+    )
+
+
+def daemon_env() -> dict[str, str]:
+    """This process's environment without ``SWITCHBOARD_*`` variables.
+
+    The daemon reads its configuration from ``SWITCHBOARD_*`` variables and
+    refuses unknown ones, so ``SWITCHBOARD_BIN`` (ours) must not reach it.
+    """
+    return {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+
+
+@pytest.fixture
+def switchboard(tmp_path: Path):
+    """Start ``switchboard serve --host 127.0.0.1 --port 0`` and yield a :class:`Switchboard`."""
+    binary = _daemon_binary()
+    process = subprocess.Popen(
+        [str(binary), "serve", "--host", "127.0.0.1", "--port", "0"],
+        cwd=tmp_path,
+        env=daemon_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        bufsize=1,
+    )
+    output = DaemonOutput()
+    reader = threading.Thread(
+        target=output.pump, args=(process.stdout,), name="switchboard-output", daemon=True
+    )
+    reader.start()
+    output.ready.wait(timeout=READY_TIMEOUT_S)
+    if output.port is None:
+        exit_code = process.poll()
+        if exit_code is None:
+            process.kill()
+            process.wait(timeout=STOP_TIMEOUT_S)
+            state = f"printed no ready line within {READY_TIMEOUT_S:.0f} s (killed it)"
+        else:
+            state = f"exited with {exit_code} before printing a ready line"
+        output.finished.wait(timeout=STOP_TIMEOUT_S)
+        pytest.fail(f"switchboard {state}. Output:\n{output.text()}", pytrace=False)
+    try:
+        yield Switchboard(process=process, port=output.port, output=output)
+    finally:
+        _stop(process, output)
+
+
+@pytest.fixture
+def loopback_ice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make aioice gather host candidates on 127.0.0.1 only.
+
+    aioice deliberately skips 127.0.0.1 and offers every other interface
+    address; these tests must keep all traffic on loopback, so the address
+    list is replaced for the duration of the test.
+    """
+    import aioice.ice
+
+    monkeypatch.setattr(
+        aioice.ice, "get_host_addresses", lambda use_ipv4, use_ipv6: ["127.0.0.1"]
+    )

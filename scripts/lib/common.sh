@@ -1,0 +1,49 @@
+# Shared by the scripts in scripts/: repository root, Debian packages, the Python venv.
+# shellcheck shell=bash
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export ROOT
+
+# Debian packages the daemon builds and runs with.
+BUILD_PACKAGES=(pkg-config libwebsockets-dev libwebsockets-evlib-ev libev-dev libssl-dev libsqlite3-dev libcap-dev)
+# Extra packages the tests and benchmarks need.
+TEST_PACKAGES=(openssl python3 python3-venv python3-pip curl procps)
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+        log "need root to run: $*"; return 1
+    fi
+}
+
+# Installs the given Debian packages when any is missing (apt-get update first).
+ensure_packages() {
+    local missing=()
+    local pkg
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    log "installing Debian packages: ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Creates (once) the Python venv under .venv and installs the test requirements into it.
+ensure_venv() {
+    local venv="$ROOT/.venv"
+    if [ ! -x "$venv/bin/python" ]; then
+        log "creating Python venv in .venv"
+        python3 -m venv "$venv"
+    fi
+    local stamp="$venv/.requirements-installed"
+    if [ ! -f "$stamp" ] || [ "$ROOT/Tests/e2e/requirements.txt" -nt "$stamp" ]; then
+        log "installing Python test requirements"
+        "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
+        "$venv/bin/python" -m pip install -q -r "$ROOT/Tests/e2e/requirements.txt"
+        touch "$stamp"
+    fi
+    PYTHON="$venv/bin/python"
+    export PYTHON
+}
