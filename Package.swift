@@ -88,6 +88,14 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "SwitchboardAppTests",
+            dependencies: [
+                "SwitchboardApp", "SwitchboardCore", "SwitchboardTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "SwitchboardServerTests",
             dependencies: [
                 "SwitchboardServer", "SwitchboardCore", "SwitchboardTransport",
