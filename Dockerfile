@@ -26,9 +26,11 @@ USER switchboard
 WORKDIR /var/lib/switchboard
 VOLUME ["/var/lib/switchboard"]
 EXPOSE 9000
-ENV SWITCHBOARD_CONFIG=/etc/switchboard/switchboard.json
+ENV SWITCHBOARD_CONFIG=/etc/switchboard/switchboard.json \
+    SWITCHBOARD_STORE_DIRECTORY=/var/lib/switchboard
+# The admin API stays on the container's loopback; publish it only with a token set.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-    CMD curl -fsS http://127.0.0.1:9000/ >/dev/null || exit 1
+    CMD curl -fsS http://127.0.0.1:8081/healthz >/dev/null || exit 1
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/switchboard"]
 CMD ["serve"]

@@ -17,6 +17,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // The C boundary: Debian's libwebsockets 4.1 and libev.
@@ -45,12 +48,25 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // SQLite through GRDB: migrations and the store ports' implementations.
+        .target(
+            name: "SwitchboardStore",
+            dependencies: ["SwitchboardCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
+        // The admin HTTP API as plain functions from a request value to a response value.
+        .target(
+            name: "SwitchboardAdmin",
+            dependencies: ["SwitchboardCore"],
+            swiftSettings: strictSettings
+        ),
         // Application layer: the serial queue that owns live state and runs the core.
         .target(
             name: "SwitchboardApp",
             dependencies: [
                 "SwitchboardCore",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),
@@ -61,8 +77,12 @@ let package = Package(
                 "SwitchboardCore",
                 "SwitchboardApp",
                 "SwitchboardTransport",
+                "SwitchboardStore",
+                "SwitchboardAdmin",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
@@ -79,7 +99,7 @@ let package = Package(
         // Test support: manual clock, in-memory transport twin, WebSocket test client.
         .target(
             name: "SwitchboardTesting",
-            dependencies: ["SwitchboardCore", "SwitchboardApp", "SwitchboardTransport"],
+            dependencies: ["SwitchboardCore", "SwitchboardApp", "SwitchboardTransport", "SwitchboardAdmin"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -93,6 +113,16 @@ let package = Package(
                 "SwitchboardApp", "SwitchboardCore", "SwitchboardTesting",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SwitchboardStoreTests",
+            dependencies: ["SwitchboardStore", "SwitchboardCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SwitchboardAdminTests",
+            dependencies: ["SwitchboardAdmin", "SwitchboardCore", "SwitchboardTesting"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Dispatch
 import Foundation
 import Logging
@@ -22,14 +23,18 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
     var transport: (any OutboundTransport)?
     var sweepTimer: (any DispatchSourceTimer)?
     var draining = false
+    var adminHandler: (any AdminRequestHandler)?
+    let metrics: HubMetrics
 
     public init(
         relay configuration: RelayConfiguration,
         routes: PeerJSRoutes,
         clock: any MonotonicClockSource = SystemMonotonicClock(),
         newPeerID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
+        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
         logger: Logger
     ) {
+        self.metrics = HubMetrics(factory: metricsFactory)
         self.queue = DispatchQueue(label: "switchboard.signaling")
         self.relay = PeerRelay(configuration: configuration)
         self.routes = routes
@@ -38,10 +43,12 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
         self.logger = logger
     }
 
-    /// Connects the outbound side and starts the expiry and liveness sweep.
-    public func start(transport: any OutboundTransport) {
+    /// Connects the outbound side and starts the expiry and liveness sweep. Requests on the
+    /// admin listener go to `admin` (404 when `nil`).
+    public func start(transport: any OutboundTransport, admin: (any AdminRequestHandler)? = nil) {
         queue.sync {
             self.transport = transport
+            self.adminHandler = admin
             let timer = DispatchSource.makeTimerSource(queue: queue)
             let interval = relay.configuration.sweepInterval
             timer.schedule(deadline: .now() + .milliseconds(Int(interval.milliseconds)), repeating: .milliseconds(Int(interval.milliseconds)))
@@ -65,6 +72,19 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
         queue.sync { draining = true }
     }
 
+    /// Whether the hub refuses new sockets.
+    public var isDraining: Bool { queue.sync { draining } }
+
+    /// Closes the socket holding `id` (1000) and frees the id; `false` when not registered.
+    public func disconnect(_ id: PeerID) -> Bool {
+        queue.sync {
+            var effects: [RelayEffect] = []
+            let found = relay.disconnect(id, into: &effects)
+            execute(effects, plus: [], now: clock.now())
+            return found
+        }
+    }
+
     public func transportDidReceive(_ events: [TransportEvent]) {
         queue.async { self.process(events) }
     }
@@ -76,6 +96,7 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
 
     func process(_ events: [TransportEvent]) {
         dispatchPrecondition(condition: .onQueue(queue))
+        let started = DispatchTime.now()
         let now = clock.now()
         var effects: [RelayEffect] = []
         var responses: [OutboundCommand] = []
@@ -83,6 +104,8 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
             handle(event, now: now, effects: &effects, responses: &responses)
         }
         execute(effects, plus: responses, now: now)
+        metrics.update(from: relay)
+        metrics.batchDuration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds)
     }
 
     private func handle(
@@ -99,10 +122,24 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
             relay.frameReceived(connection, bytes, isBinary: isBinary, now: now, into: &effects)
         case .closed(let connection):
             relay.connectionClosed(connection)
+        case .request(let connection, let request) where request.listener == .admin:
+            answerAdmin(request, on: connection)
         case .request(let connection, let request):
             let response = routes.respond(to: request, relay: relay, newID: newPeerID)
                 ?? SwitchboardError(.notFound, "no route for \(request.method) \(request.path)").httpResponse
             responses.append(.respond(connection, response))
+        }
+    }
+
+    /// Admin requests run off the signaling queue (they may wait on the store).
+    private func answerAdmin(_ request: HTTPRequest, on connection: ConnectionID) {
+        guard let transport else { return }
+        guard let handler = adminHandler else {
+            _ = transport.submit([.respond(connection, SwitchboardError(.notFound, "no admin API here").httpResponse)])
+            return
+        }
+        DispatchQueue.global().async {
+            _ = transport.submit([.respond(connection, handler.respond(to: request))])
         }
     }
 
@@ -112,6 +149,7 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
         var effects: [RelayEffect] = []
         relay.tick(now: now, into: &effects)
         if !effects.isEmpty { execute(effects, plus: [], now: now) }
+        metrics.update(from: relay)
     }
 
     /// Runs a sweep now (tests drive time with a manual clock).
@@ -134,6 +172,7 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
                     if let receipt { receipts.append((connection, receipt)) }
                 case .close(let connection, let code, let reason):
                     commands.append(.close(connection, code, reason: reason))
+                    metrics.recordClose(code)
                 }
             }
             let refused = commands.isEmpty ? [] : transport.submit(commands)

@@ -12,11 +12,14 @@ public struct HTTPRequest: Sendable, Equatable {
     public var body: [UInt8]
     /// The client's address as text.
     public var remoteAddress: String
+    /// The listener the request arrived on.
+    public var listener: ListenerRole
 
     public init(
         method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-        body: [UInt8] = [], remoteAddress: String = ""
+        body: [UInt8] = [], remoteAddress: String = "", listener: ListenerRole = .client
     ) {
+        self.listener = listener
         self.method = method
         self.path = path
         self.query = query

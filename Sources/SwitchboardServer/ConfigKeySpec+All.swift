@@ -1,6 +1,6 @@
 extension ConfigKeySpec {
     /// Every configuration key the daemon reads.
-    public static let all: [ConfigKeySpec] = server + transport + peerjs + operations
+    public static let all: [ConfigKeySpec] = server + admin + store + transport + peerjs + operations
 
     static let server: [ConfigKeySpec] = [
         .init("server.host", .string(allowed: nil), .string("0.0.0.0"), "Address the client listener binds (WebSocket and PeerJS HTTP routes)."),
@@ -10,12 +10,25 @@ extension ConfigKeySpec {
         .init("server.tls.key_file", .string(allowed: nil), .string(""), "PEM private key for server.tls.cert_file."),
     ]
 
+    static let admin: [ConfigKeySpec] = [
+        .init("admin.host", .string(allowed: nil), .string("127.0.0.1"), "Address of the admin HTTP API; a non-loopback address requires a token."),
+        .init("admin.port", .int(0...65535), .int(8081), "Port of the admin HTTP API; 0 picks a free port."),
+        .init("admin.token", .string(allowed: nil), .string(""), secret: true, "Bearer token for the admin API (empty: no token; allowed on loopback only)."),
+        .init("admin.token_file", .string(allowed: nil), .string(""), "File holding the admin token (first line); instead of admin.token."),
+    ]
+
+    static let store: [ConfigKeySpec] = [
+        .init("store.directory", .string(allowed: nil), .string("./data"), "State directory; the SQLite database is switchboard.sqlite inside it."),
+        .init("store.synchronous", .string(allowed: ["normal", "full"]), .string("normal"), "SQLite synchronous level in WAL mode: normal survives a process crash, full also a power loss."),
+        .init("store.busy_timeout_ms", .int(0...600_000), .int(5000), "How long a write waits for a lock before failing."),
+    ]
+
     static let transport: [ConfigKeySpec] = [
         .init("transport.max_message_bytes", .int(1024...16_777_216), .int(65536), "Largest WebSocket message after reassembly; larger closes with 1009."),
         .init("transport.outbox_bytes", .int(4096...1_073_741_824), .int(1_048_576), "Bytes waiting to be written to one socket; past that the socket is closed with 1008."),
         .init("transport.handshake_timeout_ms", .int(1000...600_000), .int(10000), "Deadline for a connection to finish its HTTP/WebSocket handshake."),
         .init("transport.ping_interval_ms", .int(1000...3_600_000), .int(30000), "Idle time before the server pings a WebSocket; silent for twice this, it is dropped."),
-        .init("transport.max_request_body_bytes", .int(0...16_777_216), .int(65536), "Largest HTTP request body; larger is answered 413."),
+        .init("transport.max_request_body_bytes", .int(0...16_777_216), .int(65536), "Largest HTTP request body on either listener; larger is answered 413."),
     ]
 
     static let peerjs: [ConfigKeySpec] = [

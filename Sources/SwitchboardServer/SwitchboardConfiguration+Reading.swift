@@ -1,5 +1,8 @@
+import Foundation
 import Logging
+import SwitchboardAdmin
 import SwitchboardCore
+import SwitchboardStore
 import SwitchboardTransport
 
 extension SwitchboardConfiguration {
@@ -11,19 +14,28 @@ extension SwitchboardConfiguration {
         guard cert.isEmpty == key.isEmpty else {
             throw SwitchboardError(.invalidConfiguration, "server.tls.cert_file and server.tls.key_file must be set together")
         }
+        let maxBody = try values.int("transport.max_request_body_bytes")
+        let client = ListenerConfiguration(
+            role: .client, host: try values.string("server.host"), port: try values.int("server.port"),
+            tlsCertificateFile: cert.isEmpty ? nil : cert, tlsPrivateKeyFile: key.isEmpty ? nil : key,
+            webSocketPaths: [routes.webSocketPath], maxRequestBodyBytes: maxBody, onEveryServiceThread: true)
+        let adminHost = try values.string("admin.host")
+        let adminListener = ListenerConfiguration(
+            role: .admin, host: adminHost, port: try values.int("admin.port"),
+            maxRequestBodyBytes: maxBody, onEveryServiceThread: false)
         transport = TransportConfiguration(
-            host: try values.string("server.host"),
-            port: try values.int("server.port"),
+            listeners: [client, adminListener],
             serviceThreads: try values.int("server.service_threads"),
-            tlsCertificateFile: cert.isEmpty ? nil : cert,
-            tlsPrivateKeyFile: key.isEmpty ? nil : key,
             maxMessageBytes: try values.int("transport.max_message_bytes"),
             outboxBytes: try values.int("transport.outbox_bytes"),
             handshakeTimeout: try values.milliseconds("transport.handshake_timeout_ms"),
-            pingInterval: try values.milliseconds("transport.ping_interval_ms"),
-            maxRequestBodyBytes: try values.int("transport.max_request_body_bytes"),
-            webSocketPaths: [routes.webSocketPath]
+            pingInterval: try values.milliseconds("transport.ping_interval_ms")
         )
+        admin = AdminConfiguration(token: try Self.adminToken(values, host: adminHost))
+        store = StoreConfiguration(
+            directory: try values.string("store.directory"),
+            synchronous: StoreConfiguration.Synchronous(rawValue: try values.string("store.synchronous")) ?? .normal,
+            busyTimeout: try values.milliseconds("store.busy_timeout_ms"))
         relay = try Self.relay(values)
         peerJSRoutes = routes
         drainTimeout = try values.milliseconds("shutdown.drain_timeout_ms")
@@ -46,5 +58,30 @@ extension SwitchboardConfiguration {
             malformedRate: try values.double("peerjs.malformed.rate"),
             malformedBurst: try values.double("peerjs.malformed.burst")
         )
+    }
+
+    /// The admin token from `admin.token` or `admin.token_file`; required off loopback.
+    private static func adminToken(_ values: ConfigValues, host: String) throws -> String? {
+        let inline = try values.string("admin.token")
+        let file = try values.string("admin.token_file")
+        guard inline.isEmpty || file.isEmpty else {
+            throw SwitchboardError(.invalidConfiguration, "admin.token and admin.token_file: set only one")
+        }
+        var token = inline
+        if !file.isEmpty {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw SwitchboardError(.invalidConfiguration, "admin.token_file: cannot read \(file)")
+            }
+            token = text.split(whereSeparator: \.isNewline).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
+            guard !token.isEmpty else { throw SwitchboardError(.invalidConfiguration, "admin.token_file: \(file) is empty") }
+        }
+        if token.isEmpty, !isLoopback(host) {
+            throw SwitchboardError(.invalidConfiguration, "admin.token: required when admin.host (\(host)) is not a loopback address")
+        }
+        return token.isEmpty ? nil : token
+    }
+
+    private static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 }

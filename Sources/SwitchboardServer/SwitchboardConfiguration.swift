@@ -1,5 +1,7 @@
 import Logging
+import SwitchboardAdmin
 import SwitchboardCore
+import SwitchboardStore
 import SwitchboardTransport
 
 /// Every setting of the daemon, validated, split into each component's own configuration.
@@ -8,6 +10,10 @@ public struct SwitchboardConfiguration: Sendable {
     public var transport: TransportConfiguration
     /// The PeerJS relay.
     public var relay: RelayConfiguration
+    /// The admin API (its listener is in ``transport``).
+    public var admin: AdminConfiguration
+    /// The SQLite store.
+    public var store: StoreConfiguration
     /// PeerJS mount path and CORS.
     public var peerJSRoutes: PeerJSRoutes
     /// How long shutdown waits for sockets to close.

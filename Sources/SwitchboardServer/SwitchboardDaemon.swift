@@ -1,9 +1,12 @@
 import Dispatch
 import Foundation
 import Logging
+import Prometheus
 import ServiceLifecycle
+import SwitchboardAdmin
 import SwitchboardApp
 import SwitchboardCore
+import SwitchboardStore
 import SwitchboardTransport
 
 /// The whole daemon, wired: the libwebsockets transport feeding the signaling hub.
@@ -17,37 +20,75 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     public let hub: SignalingHub
     private let transport: LWSServer
     private let logger: Logger
+    private let logLevel: LogLevelControl
+    private let registry = PrometheusCollectorRegistry()
     private let lock = NSLock()
     private var started = false
     private var stopped = false
+    private var store: SQLiteStore?
 
-    /// Builds the daemon; nothing listens until ``start()``.
-    public init(configuration: SwitchboardConfiguration, logger: Logger) {
+    /// Builds the daemon; nothing is opened or bound until ``start()``. `logLevel` is the
+    /// control the process's log handlers follow (the admin API and SIGHUP change it).
+    public init(configuration: SwitchboardConfiguration, logger: Logger, logLevel: LogLevelControl? = nil) {
         self.configuration = configuration
         self.logger = logger
-        self.hub = SignalingHub(relay: configuration.relay, routes: configuration.peerJSRoutes, logger: logger)
+        self.logLevel = logLevel ?? LogLevelControl(configuration.logLevel)
+        let factory = PrometheusMetricsFactory(registry: registry)
+        self.hub = SignalingHub(relay: configuration.relay, routes: configuration.peerJSRoutes, metricsFactory: factory, logger: logger)
         self.transport = LWSServer(configuration: configuration.transport, logger: logger)
     }
 
     /// The bound client port (after ``start()``).
-    public var port: Int { transport.boundPort }
+    public var port: Int { transport.boundPort(of: .client) ?? 0 }
+
+    /// The bound admin port (after ``start()``).
+    public var adminPort: Int { transport.boundPort(of: .admin) ?? 0 }
 
     /// The PeerJS WebSocket URL clients connect to.
     public var webSocketURL: String {
-        let scheme = configuration.transport.usesTLS ? "wss" : "ws"
-        let host = configuration.transport.host.contains(":") ? "[\(configuration.transport.host)]" : configuration.transport.host
-        return "\(scheme)://\(host):\(port)\(configuration.peerJSRoutes.webSocketPath)"
+        guard let client = configuration.transport.listener(.client) else { return "" }
+        return "\(client.usesTLS ? "wss" : "ws")://\(Self.format(client.host)):\(port)\(configuration.peerJSRoutes.webSocketPath)"
     }
 
-    /// Binds the listener and starts serving.
+    /// The admin API's base URL.
+    public var adminURL: String {
+        guard let admin = configuration.transport.listener(.admin) else { return "" }
+        return "http://\(Self.format(admin.host)):\(adminPort)"
+    }
+
+    private static func format(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
+
+    /// Opens the store (applying migrations), binds the listeners and starts serving.
     public func start() throws {
-        try lock.withLock {
-            precondition(!started, "start() called twice")
-            started = true
-            try transport.start(sink: hub)
+        let store = try SQLiteStore(configuration: configuration.store)
+        let context = DaemonAdminContext(
+            hub: hub, transport: transport, store: store, registry: registry,
+            factory: PrometheusMetricsFactory(registry: registry), logLevel: logLevel)
+        context.install(AdminRoutes.router(configuration: configuration.admin, context: context))
+        // The hub is ready before the first connection can arrive.
+        hub.start(transport: transport, admin: context)
+        do {
+            try lock.withLock {
+                precondition(!started, "start() called twice")
+                started = true
+                self.store = store
+                try transport.start(sink: hub)
+            }
+        } catch {
+            hub.stop()
+            throw error
         }
-        hub.start(transport: transport)
-        logger.notice("switchboard ready", metadata: ["url": "\(webSocketURL)", "threads": "\(configuration.transport.serviceThreads)"])
+        logger.notice(
+            "switchboard ready",
+            metadata: [
+                "url": "\(webSocketURL)", "admin": "\(adminURL)", "threads": "\(configuration.transport.serviceThreads)",
+                "store": "\(configuration.store.databasePath)",
+            ])
+    }
+
+    /// Applies a new log level (SIGHUP reload).
+    public func setLogLevel(_ level: Logger.Level) {
+        logLevel.level = level
     }
 
     /// Graceful stop: refuse new sockets, close open ones with 1001, wait up to the drain

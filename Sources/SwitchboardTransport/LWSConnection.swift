@@ -9,6 +9,8 @@ final class LWSConnection {
     let wsi: OpaquePointer
     var kind: Kind = .http
     let remoteAddress: String
+    /// The listener the connection arrived on.
+    let listener: ListenerConfiguration
 
     // WebSocket
     var upgrade: WebSocketUpgrade?
@@ -21,11 +23,14 @@ final class LWSConnection {
     // HTTP
     var request: HTTPRequest?
     var requestBodyTooLarge = false
+    /// The request was handed to the application; its response is awaited.
+    var requestDispatched = false
     var response: HTTPResponse?
 
-    init(id: ConnectionID, wsi: OpaquePointer, remoteAddress: String) {
+    init(id: ConnectionID, wsi: OpaquePointer, listener: ListenerConfiguration, remoteAddress: String) {
         self.id = id
         self.wsi = wsi
+        self.listener = listener
         self.remoteAddress = remoteAddress
     }
 }

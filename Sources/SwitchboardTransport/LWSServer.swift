@@ -16,37 +16,51 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
 
-    /// The port the listener is bound to (the configured one, or the one the kernel picked for 0).
-    public private(set) var boundPort: Int = 0
+    private var boundPorts: [ListenerRole: Int] = [:]
 
     public init(configuration: TransportConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
     }
 
+    /// The port a listener is bound to (the configured one, or the one the kernel picked for 0).
+    public func boundPort(of role: ListenerRole) -> Int? {
+        lock.withLock { boundPorts[role] }
+    }
+
     /// Binds the listeners and starts the service threads.
     public func start(sink: any TransportEventSink) throws {
         _ = sb_raise_nofile_limit()
         lws_set_log_level(Int32(LLL_ERR), nil)
-        var port = configuration.port
-        for index in 0..<max(1, configuration.serviceThreads) {
-            let fd = sb_listen_tcp(configuration.host, Int32(port), Int32(configuration.listenBacklog))
-            guard fd >= 0 else {
-                stop()
-                throw TransportError("cannot listen on \(configuration.host):\(port): \(String(cString: sb_strerror(-fd)))")
-            }
-            if index == 0 { port = Int(sb_local_port(fd)) }
-            let thread = ServiceThread(index: index, listenFD: fd, configuration: configuration, sink: sink, logger: logger)
+        var ports = Dictionary(uniqueKeysWithValues: configuration.listeners.map { ($0.role, $0.port) })
+        let shared = configuration.listeners.filter(\.onEveryServiceThread)
+        var plan = Array(repeating: shared, count: shared.isEmpty ? 0 : max(1, configuration.serviceThreads))
+        plan += configuration.listeners.filter { !$0.onEveryServiceThread }.map { [$0] }
+        for (index, listeners) in plan.enumerated() {
+            var bound: [BoundListener] = []
             do {
+                for listener in listeners {
+                    let fd = try bind(listener, port: ports[listener.role] ?? listener.port)
+                    ports[listener.role] = Int(sb_local_port(fd))
+                    bound.append(BoundListener(configuration: listener, fd: fd))
+                }
+                let thread = ServiceThread(index: index, listeners: bound, configuration: configuration, sink: sink, logger: logger)
                 try thread.start()
+                lock.withLock { threads.append(thread) }
             } catch {
-                _ = sb_close(fd)
                 stop()
                 throw error
             }
-            lock.withLock { threads.append(thread) }
         }
-        boundPort = port
+        lock.withLock { boundPorts = ports }
+    }
+
+    private func bind(_ listener: ListenerConfiguration, port: Int) throws -> Int32 {
+        let fd = sb_listen_tcp(listener.host, Int32(port), Int32(configuration.listenBacklog))
+        guard fd >= 0 else {
+            throw TransportError("cannot listen on \(listener.host):\(port) (\(listener.role.rawValue)): \(String(cString: sb_strerror(-fd)))")
+        }
+        return fd
     }
 
     /// Queues commands; returns the connections refused for a full outbox.
@@ -62,6 +76,11 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
             refused.formUnion(threads[index].mailbox.post(batch))
         }
         return refused
+    }
+
+    /// Whether the listeners are up: started and not stopped.
+    public var isRunning: Bool {
+        lock.withLock { !threads.isEmpty && !stopped }
     }
 
     /// Open WebSockets across all service threads.

@@ -42,8 +42,8 @@ extension ServiceThread {
     /// Stops accepting and asks every WebSocket to close with `code`; a socket that cannot take
     /// the close frame (its peer does not read) is dropped after `seconds`.
     private func drain(_ code: CloseCode, seconds: Int32) {
-        if let listener {
-            lws_set_timeout(listener, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC)
+        for listener in listeners where listener.role == .client {
+            if let wsi = listener.wsi { lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC) }
         }
         for connection in connections.values where connection.kind == .webSocket {
             connection.pendingClose = (code, "server shutting down")

@@ -37,21 +37,28 @@ extension ServiceThread {
         }
         connection.request = HTTPRequest(
             method: method, path: path, query: LWSHeaders.query(wsi), headers: LWSHeaders.headers(wsi),
-            remoteAddress: connection.remoteAddress)
+            remoteAddress: connection.remoteAddress, listener: connection.listener.role)
         connection.requestBodyTooLarge = false
+        connection.requestDispatched = false
         connection.response = nil
         let declared = Int(LWSHeaders.copy(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) ?? "") ?? 0
-        if declared > configuration.maxRequestBodyBytes {
-            respondLocally(connection, SwitchboardError(.payloadTooLarge, "request body exceeds \(configuration.maxRequestBodyBytes) bytes").httpResponse)
+        if declared > connection.listener.maxRequestBodyBytes {
+            respondLocally(connection, SwitchboardError(.payloadTooLarge, "request body exceeds \(connection.listener.maxRequestBodyBytes) bytes").httpResponse)
             return 0
         }
+        if LWSHeaders.copy(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) != nil {
+            // lws 4.1 does not de-chunk request bodies for servers: refuse rather than hang.
+            respondLocally(connection, SwitchboardError(.invalidRequest, "chunked request bodies are not supported; send Content-Length").httpResponse)
+            return 0
+        }
+        // With a body, lws calls HTTP_BODY_COMPLETION; without one it never does.
         if declared == 0 { finishRequest(connection) }
         return 0
     }
 
     private func appendBody(_ connection: LWSConnection, input: UnsafeMutableRawPointer?, length: Int) {
         guard !connection.requestBodyTooLarge, let input, length > 0 else { return }
-        if (connection.request?.body.count ?? 0) + length > configuration.maxRequestBodyBytes {
+        if (connection.request?.body.count ?? 0) + length > connection.listener.maxRequestBodyBytes {
             connection.requestBodyTooLarge = true
             connection.request?.body = []
             return
@@ -60,9 +67,10 @@ extension ServiceThread {
     }
 
     private func finishRequest(_ connection: LWSConnection) {
-        guard let request = connection.request, connection.response == nil else { return }
+        guard let request = connection.request, connection.response == nil, !connection.requestDispatched else { return }
+        connection.requestDispatched = true
         if connection.requestBodyTooLarge {
-            respondLocally(connection, SwitchboardError(.payloadTooLarge, "request body exceeds \(configuration.maxRequestBodyBytes) bytes").httpResponse)
+            respondLocally(connection, SwitchboardError(.payloadTooLarge, "request body exceeds \(connection.listener.maxRequestBodyBytes) bytes").httpResponse)
             return
         }
         inbound.append(.request(connection.id, request))

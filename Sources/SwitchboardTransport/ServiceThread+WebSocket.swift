@@ -34,11 +34,11 @@ extension ServiceThread {
     /// Accepts upgrades only on the configured paths; answers others with 400.
     private func filterUpgrade(_ wsi: OpaquePointer) -> Int32 {
         let path = LWSHeaders.copy(wsi, WSI_TOKEN_GET_URI) ?? ""
-        guard configuration.webSocketPaths.contains(path) else {
+        let connection = connection(for: wsi)
+        guard connection.listener.webSocketPaths.contains(path) else {
             _ = lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST.rawValue, "no WebSocket endpoint at this path")
             return 1
         }
-        let connection = connection(for: wsi)
         connection.upgrade = WebSocketUpgrade(
             path: path, query: LWSHeaders.query(wsi), headers: LWSHeaders.headers(wsi),
             remoteAddress: connection.remoteAddress)

@@ -17,14 +17,12 @@ final class ServiceThread: @unchecked Sendable {
     let logger: Logger
     private weak var sink: (any TransportEventSink)?
 
-    private let listenFD: Int32
+    let listeners: [BoundListener]
     private var context: OpaquePointer?
     private var loop: OpaquePointer?
-    private var vhost: OpaquePointer?
     private var protocols: UnsafeMutablePointer<lws_protocols>?
     private var retryPolicy: UnsafeMutablePointer<lws_retry_bo_t>?
     private var foreignLoops: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
-    var listener: OpaquePointer?
 
     var connections: [ConnectionID: LWSConnection] = [:]
     var connectionsByWSI: [OpaquePointer: LWSConnection] = [:]
@@ -33,9 +31,9 @@ final class ServiceThread: @unchecked Sendable {
     var writeBuffer = WriteBuffer()
     private let finished = DispatchSemaphore(value: 0)
 
-    init(index: Int, listenFD: Int32, configuration: TransportConfiguration, sink: any TransportEventSink, logger: Logger) {
+    init(index: Int, listeners: [BoundListener], configuration: TransportConfiguration, sink: any TransportEventSink, logger: Logger) {
         self.index = index
-        self.listenFD = listenFD
+        self.listeners = listeners
         self.configuration = configuration
         self.mailbox = Mailbox(outboxLimit: configuration.outboxBytes)
         self.sink = sink
@@ -98,7 +96,7 @@ final class ServiceThread: @unchecked Sendable {
         var info = lws_context_creation_info()
         info.options = UInt64(LWS_SERVER_OPTION_LIBEV) | UInt64(LWS_SERVER_OPTION_EXPLICIT_VHOSTS)
             | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
-        if configuration.usesTLS { info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) }
+        if listeners.contains(where: { $0.configuration.usesTLS }) { info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) }
         info.foreign_loops = loops
         info.user = Unmanaged.passUnretained(self).toOpaque()
         info.timeout_secs = UInt32(max(1, configuration.handshakeTimeout.milliseconds / 1000))
@@ -107,12 +105,15 @@ final class ServiceThread: @unchecked Sendable {
             throw TransportError("libwebsockets could not create a context (is libwebsockets-evlib-ev installed?)")
         }
         self.context = context
-        try createVHost(context)
-        try adoptListener()
+        createSharedTables()
+        for listener in listeners {
+            try createVHost(context, for: listener)
+            try adopt(listener)
+        }
         mailbox.setWake { lws_cancel_service(context) }
     }
 
-    private func createVHost(_ context: OpaquePointer) throws {
+    private func createSharedTables() {
         let protocols = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
         protocols.initialize(repeating: lws_protocols(), count: 2)
         protocols[0].name = UnsafePointer(strdup("switchboard"))
@@ -126,13 +127,18 @@ final class ServiceThread: @unchecked Sendable {
             retry_ms_table: nil, retry_ms_table_count: 0, conceal_count: 0,
             secs_since_valid_ping: ping, secs_since_valid_hangup: ping &* 2, jitter_percent: 0))
         self.retryPolicy = retry
+    }
 
+    /// One vhost per listener. A context must not hold two listeners' vhosts: lws re-binds an
+    /// HTTP connection to the first vhost whose port and Host match, so each listener that is
+    /// not on every thread gets a service thread of its own.
+    private func createVHost(_ context: OpaquePointer, for listener: BoundListener) throws {
         var info = lws_context_creation_info()
         info.port = CONTEXT_PORT_NO_LISTEN_SERVER
         info.protocols = UnsafePointer(protocols)
-        info.retry_and_idle_policy = UnsafePointer(retry)
+        info.retry_and_idle_policy = UnsafePointer(retryPolicy)
         info.options = UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
-        let name = strdup("switchboard-\(index)")
+        let name = strdup("\(listener.role.rawValue)-\(index)")
         defer { free(name) }
         info.vhost_name = UnsafePointer(name)
         var certificate: UnsafeMutablePointer<CChar>?
@@ -141,7 +147,7 @@ final class ServiceThread: @unchecked Sendable {
             free(certificate)
             free(privateKey)
         }
-        if let cert = configuration.tlsCertificateFile, let key = configuration.tlsPrivateKeyFile {
+        if let cert = listener.configuration.tlsCertificateFile, let key = listener.configuration.tlsPrivateKeyFile {
             certificate = strdup(cert)
             privateKey = strdup(key)
             info.ssl_cert_filepath = UnsafePointer(certificate)
@@ -150,18 +156,18 @@ final class ServiceThread: @unchecked Sendable {
             info.alpn = UnsafePointer(strdup("http/1.1"))
         }
         guard let vhost = lws_create_vhost(context, &info) else {
-            throw TransportError("libwebsockets could not create the vhost (check the TLS certificate and key)")
+            throw TransportError("libwebsockets could not create the \(listener.role.rawValue) vhost (check the TLS certificate and key)")
         }
-        self.vhost = vhost
+        listener.vhost = vhost
     }
 
-    private func adoptListener() throws {
+    private func adopt(_ listener: BoundListener) throws {
         var descriptor = lws_sock_file_fd_type()
-        descriptor.filefd = listenFD
-        guard let wsi = lws_adopt_descriptor_vhost(vhost, LWS_ADOPT_RAW_FILE_DESC, descriptor, "switchboard", nil) else {
-            throw TransportError("libwebsockets could not adopt the listening socket")
+        descriptor.filefd = listener.fd
+        guard let wsi = lws_adopt_descriptor_vhost(listener.vhost, LWS_ADOPT_RAW_FILE_DESC, descriptor, "switchboard", nil) else {
+            throw TransportError("libwebsockets could not adopt the \(listener.role.rawValue) listening socket")
         }
-        listener = wsi
+        listener.wsi = wsi
     }
 
     private func destroyContext() {
@@ -176,20 +182,20 @@ final class ServiceThread: @unchecked Sendable {
         }
         retryPolicy?.deallocate()
         foreignLoops?.deallocate()
-        if listener == nil { _ = sb_close(listenFD) }
+        for listener in listeners where listener.vhost == nil { _ = sb_close(listener.fd) }
     }
 
-    /// Accepts every pending connection on the listening socket and hands it to lws.
-    func acceptPending() {
+    /// Accepts every pending connection on `listener` and hands it to lws.
+    func acceptPending(_ listener: BoundListener) {
         while true {
-            let fd = sb_accept(listenFD)
+            let fd = sb_accept(listener.fd)
             if fd < 0 {
                 if fd != -EAGAIN && fd != -EWOULDBLOCK && fd != -EINTR {
                     logger.warning("accept failed", metadata: ["errno": "\(-fd)"])
                 }
                 return
             }
-            if lws_adopt_socket_vhost(vhost, fd) == nil {
+            if lws_adopt_socket_vhost(listener.vhost, fd) == nil {
                 logger.warning("libwebsockets refused an accepted socket")
             }
         }
@@ -204,11 +210,11 @@ final class ServiceThread: @unchecked Sendable {
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             executeMailbox()
             return 0
-        case LWS_CALLBACK_RAW_RX_FILE where wsi == listener:
-            acceptPending()
+        case LWS_CALLBACK_RAW_RX_FILE:
+            if let listener = listeners.first(where: { $0.wsi == wsi }) { acceptPending(listener) }
             return 0
-        case LWS_CALLBACK_RAW_CLOSE_FILE where wsi == listener:
-            listener = nil
+        case LWS_CALLBACK_RAW_CLOSE_FILE:
+            listeners.first { $0.wsi == wsi }?.wsi = nil
             return 0
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION, LWS_CALLBACK_ESTABLISHED, LWS_CALLBACK_RECEIVE,
             LWS_CALLBACK_SERVER_WRITEABLE, LWS_CALLBACK_CLOSED:
@@ -227,7 +233,7 @@ final class ServiceThread: @unchecked Sendable {
     /// The connection record for `wsi`, created on first sight.
     func connection(for wsi: OpaquePointer) -> LWSConnection {
         if let existing = connectionsByWSI[wsi] { return existing }
-        let connection = LWSConnection(id: allocateID(), wsi: wsi, remoteAddress: LWSHeaders.peerAddress(wsi))
+        let connection = LWSConnection(id: allocateID(), wsi: wsi, listener: listeners[0].configuration, remoteAddress: LWSHeaders.peerAddress(wsi))
         connectionsByWSI[wsi] = connection
         connections[connection.id] = connection
         return connection

@@ -33,6 +33,10 @@ struct ConfigOptions: ParsableArguments {
     var cors: [String] = []
     @Option(name: .customLong("log-level"), help: "Log level (log.level).")
     var logLevel: String?
+    @Option(name: .customLong("admin-port"), help: "Port of the admin API (admin.port).")
+    var adminPort: Int?
+    @Option(name: .customLong("state-dir"), help: "State directory for the SQLite database (store.directory).")
+    var stateDirectory: String?
 
     /// The command-line layer, keyed by config key.
     var overrides: [String: ConfigContent] {
@@ -49,7 +53,15 @@ struct ConfigOptions: ParsableArguments {
         if let sslCert { values["server.tls.cert_file"] = .string(sslCert) }
         if !cors.isEmpty { values["peerjs.cors_origins"] = .stringArray(cors) }
         if let logLevel { values["log.level"] = .string(logLevel) }
+        if let adminPort { values["admin.port"] = .int(adminPort) }
+        if let stateDirectory { values["store.directory"] = .string(stateDirectory) }
         return values
+    }
+
+    /// Loads and validates the configuration, throwing the error (for reloads).
+    func loadQuietly() throws -> SwitchboardConfiguration {
+        let file = config ?? ProcessInfo.processInfo.environment[ConfigurationLoader.fileVariable]
+        return try ConfigurationLoader.load(filePath: file, overrides: overrides)
     }
 
     /// Loads and validates the configuration, or fails naming the bad key.

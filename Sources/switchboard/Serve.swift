@@ -1,9 +1,11 @@
 import ArgumentParser
+import Dispatch
+import Foundation
 import Logging
 import ServiceLifecycle
 import SwitchboardServer
 
-/// `switchboard serve`: run the daemon until SIGTERM or SIGINT.
+/// `switchboard serve`: run the daemon until SIGTERM or SIGINT; SIGHUP reloads the log level.
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the signaling daemon (accepts the PeerJS server's flags).")
@@ -12,18 +14,39 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.load()
-        let level = configuration.logLevel
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardOutput(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        let control = LogLevelControl(configuration.logLevel)
+        LoggingSystem.bootstrap { label in DynamicLevelLogHandler(label: label, control: control) }
         let logger = Logger(label: "switchboard")
-        let daemon = SwitchboardDaemon(configuration: configuration, logger: logger)
+        let daemon = SwitchboardDaemon(configuration: configuration, logger: logger, logLevel: control)
+        let reload = reloadOnHangup(daemon: daemon, logger: logger)
+        defer { reload.cancel() }
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: daemon, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
-        try await group.run()
+        do {
+            try await group.run()
+        } catch {
+            logger.critical("switchboard stopped with an error", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
+    }
+
+    /// SIGHUP re-reads the configuration and applies its log level.
+    private func reloadOnHangup(daemon: SwitchboardDaemon, logger: Logger) -> any DispatchSourceSignal {
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        let options = self.options
+        source.setEventHandler {
+            do {
+                let reloaded = try options.loadQuietly()
+                daemon.setLogLevel(reloaded.logLevel)
+                logger.notice("configuration reloaded", metadata: ["log.level": "\(reloaded.logLevel)"])
+            } catch {
+                logger.error("SIGHUP reload failed; keeping the running configuration", metadata: ["error": "\(error)"])
+            }
+        }
+        source.resume()
+        return source
     }
 }

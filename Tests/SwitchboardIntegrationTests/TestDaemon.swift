@@ -8,10 +8,16 @@ import XCTest
 /// Starts the real daemon in-process on 127.0.0.1 with a kernel-chosen port.
 final class TestDaemon {
     let daemon: SwitchboardDaemon
+    let stateDirectory: URL
     var port: Int { daemon.port }
+    var adminPort: Int { daemon.adminPort }
 
     init(_ overrides: [String: ConfigContent] = [:]) throws {
-        var values: [String: ConfigContent] = ["server.host": .string("127.0.0.1"), "server.port": .int(0)]
+        stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-test-\(UUID().uuidString)")
+        var values: [String: ConfigContent] = [
+            "server.host": .string("127.0.0.1"), "server.port": .int(0), "admin.port": .int(0),
+            "store.directory": .string(stateDirectory.path),
+        ]
         values.merge(overrides) { _, new in new }
         let configuration = try ConfigurationLoader.load(fileContents: nil, environment: [:], overrides: values)
         let logger: Logger =
@@ -22,7 +28,10 @@ final class TestDaemon {
         try daemon.start()
     }
 
-    deinit { daemon.shutdown() }
+    deinit {
+        daemon.shutdown()
+        try? FileManager.default.removeItem(at: stateDirectory)
+    }
 
     /// Opens a PeerJS socket; returns it after asserting the first frame.
     func peer(id: String, token: String = "tok", key: String = "peerjs", expectOpen: Bool = true) throws -> WebSocketTestClient {
@@ -36,5 +45,12 @@ final class TestDaemon {
 
     func http(_ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8] = []) throws -> HTTPTestClient.Response {
         try HTTPTestClient.request(method, path, port: port, headers: headers, body: body)
+    }
+
+    /// A request to the admin listener.
+    func admin(_ method: String, _ path: String, token: String? = nil, headers: [String: String] = [:], body: [UInt8] = []) throws -> HTTPTestClient.Response {
+        var headers = headers
+        if let token { headers["Authorization"] = "Bearer \(token)" }
+        return try HTTPTestClient.request(method, path, port: adminPort, headers: headers, body: body)
     }
 }

@@ -1,7 +1,9 @@
 import Configuration
 import Foundation
 import Logging
+import SwitchboardAdmin
 import SwitchboardCore
+import SwitchboardStore
 import SwitchboardServer
 import SwitchboardTransport
 import XCTest
@@ -48,6 +50,8 @@ final class ConfigurationLoaderTests: XCTestCase {
         XCTAssertEqual(actual.peerJSRoutes.mountPath, expected.peerJSRoutes.mountPath, file: file, line: line)
         XCTAssertEqual(actual.peerJSRoutes.corsOrigins, expected.peerJSRoutes.corsOrigins, file: file, line: line)
         XCTAssertEqual(actual.drainTimeout, expected.drainTimeout, file: file, line: line)
+        XCTAssertEqual(actual.admin, expected.admin, file: file, line: line)
+        XCTAssertEqual(actual.store, expected.store, file: file, line: line)
         XCTAssertEqual(actual.logLevel, expected.logLevel, file: file, line: line)
     }
 
@@ -56,9 +60,16 @@ final class ConfigurationLoaderTests: XCTestCase {
     func test_theBuiltInDefaultsAreTheDocumentedValues() throws {
         let defaults = try SwitchboardConfiguration.defaults
         XCTAssertEqual(defaults.transport, TransportConfiguration(
-            host: "0.0.0.0", port: 9000, serviceThreads: 1, tlsCertificateFile: nil, tlsPrivateKeyFile: nil,
-            maxMessageBytes: 65536, outboxBytes: 1_048_576, handshakeTimeout: .milliseconds(10000),
-            pingInterval: .milliseconds(30000), maxRequestBodyBytes: 65536, webSocketPaths: ["/peerjs"]))
+            listeners: [
+                ListenerConfiguration(
+                    role: .client, host: "0.0.0.0", port: 9000, webSocketPaths: ["/peerjs"], maxRequestBodyBytes: 65536,
+                    onEveryServiceThread: true),
+                ListenerConfiguration(role: .admin, host: "127.0.0.1", port: 8081, maxRequestBodyBytes: 65536, onEveryServiceThread: false),
+            ],
+            serviceThreads: 1, maxMessageBytes: 65536, outboxBytes: 1_048_576, handshakeTimeout: .milliseconds(10000),
+            pingInterval: .milliseconds(30000)))
+        XCTAssertEqual(defaults.admin, AdminConfiguration(token: nil))
+        XCTAssertEqual(defaults.store, StoreConfiguration(directory: "./data", synchronous: .normal, busyTimeout: .milliseconds(5000)))
         XCTAssertEqual(defaults.relay, RelayConfiguration(
             key: "peerjs", concurrentLimit: 5000, expireTimeout: .milliseconds(5000), aliveTimeout: .milliseconds(60000),
             allowDiscovery: false, maxQueuedPerDestination: 256, maxQueuedPerSender: 1024, maxQueuedTotal: 100_000,
@@ -118,8 +129,8 @@ final class ConfigurationLoaderTests: XCTestCase {
                         "queue": {"per_destination": 3}, "malformed": {"rate": 2.5}},
              "log": {"level": "debug"}}
             """#)
-        XCTAssertEqual(configuration.transport.port, 8080)
-        XCTAssertEqual(configuration.transport.host, "127.0.0.1")
+        XCTAssertEqual(configuration.transport.listener(.client)?.port, 8080)
+        XCTAssertEqual(configuration.transport.listener(.client)?.host, "127.0.0.1")
         XCTAssertEqual(configuration.relay.key, "k")
         XCTAssertEqual(configuration.relay.expireTimeout, .milliseconds(9999))
         XCTAssertTrue(configuration.relay.allowDiscovery)
@@ -139,7 +150,7 @@ final class ConfigurationLoaderTests: XCTestCase {
         let configuration = try load(#"{"peerjs":{"path":"/myapp/"}}"#)
         XCTAssertEqual(configuration.peerJSRoutes.mountPath, "/myapp/")
         XCTAssertEqual(configuration.peerJSRoutes.webSocketPath, "/myapp/peerjs")
-        XCTAssertEqual(configuration.transport.webSocketPaths, ["/myapp/peerjs"])
+        XCTAssertEqual(configuration.transport.listener(.client)?.webSocketPaths, ["/myapp/peerjs"])
     }
 
     func test_anUnknownKeyInTheFileFailsNamingTheKey() {
@@ -221,9 +232,9 @@ final class ConfigurationLoaderTests: XCTestCase {
 
     func test_aCertificateAndKeyTogetherEnableTLS() throws {
         let configuration = try load(#"{"server":{"tls":{"cert_file":"/etc/cert.pem","key_file":"/etc/key.pem"}}}"#)
-        XCTAssertEqual(configuration.transport.tlsCertificateFile, "/etc/cert.pem")
-        XCTAssertEqual(configuration.transport.tlsPrivateKeyFile, "/etc/key.pem")
-        XCTAssertTrue(configuration.transport.usesTLS)
+        XCTAssertEqual(configuration.transport.listener(.client)?.tlsCertificateFile, "/etc/cert.pem")
+        XCTAssertEqual(configuration.transport.listener(.client)?.tlsPrivateKeyFile, "/etc/key.pem")
+        XCTAssertEqual(configuration.transport.listener(.client)?.usesTLS, true)
     }
 
     func test_aLogLevelOutsideTheAllowedListFailsNamingTheKey() {
@@ -252,7 +263,7 @@ final class ConfigurationLoaderTests: XCTestCase {
     }
 
     func test_anEnvironmentVariableWinsOverTheDefault() throws {
-        XCTAssertEqual(try load(environment: ["SWITCHBOARD_SERVER_PORT": "9100"]).transport.port, 9100)
+        XCTAssertEqual(try load(environment: ["SWITCHBOARD_SERVER_PORT": "9100"]).transport.listener(.client)?.port, 9100)
     }
 
     func test_environmentVariablesReachNestedKeys() throws {
@@ -262,8 +273,8 @@ final class ConfigurationLoaderTests: XCTestCase {
             "SWITCHBOARD_SERVER_TLS_KEY_FILE": "/k.pem",
         ])
         XCTAssertEqual(configuration.relay.maxQueuedPerDestination, 7)
-        XCTAssertEqual(configuration.transport.tlsCertificateFile, "/c.pem")
-        XCTAssertEqual(configuration.transport.tlsPrivateKeyFile, "/k.pem")
+        XCTAssertEqual(configuration.transport.listener(.client)?.tlsCertificateFile, "/c.pem")
+        XCTAssertEqual(configuration.transport.listener(.client)?.tlsPrivateKeyFile, "/k.pem")
     }
 
     func test_environmentVariablesAreParsedToTheKeysType() throws {
@@ -323,7 +334,7 @@ final class ConfigurationLoaderTests: XCTestCase {
             "server.port": .int(0), "peerjs.allow_discovery": .bool(true), "peerjs.key": .string("cli"),
             "peerjs.cors_origins": .stringArray(["https://cli.example"]),
         ])
-        XCTAssertEqual(configuration.transport.port, 0)
+        XCTAssertEqual(configuration.transport.listener(.client)?.port, 0)
         XCTAssertTrue(configuration.relay.allowDiscovery)
         XCTAssertEqual(configuration.relay.key, "cli")
         XCTAssertEqual(configuration.peerJSRoutes.corsOrigins, ["https://cli.example"])

@@ -1,6 +1,6 @@
 """Fixtures for the real-peer end-to-end tests.
 
-``switchboard`` starts the daemon binary (``$SWITCHBOARD_BIN``, default
+``switchboard`` starts the daemon binary (``$TEST_SWITCHBOARD_BIN``, default
 ``.build/debug/switchboard`` under the repo root) on an ephemeral loopback port
 in a temporary working directory, waits for its ``ws://…/peerjs`` ready line,
 and stops it with SIGTERM at the end, requiring exit code 0.
@@ -87,13 +87,13 @@ class Switchboard:
 
 
 def _daemon_binary() -> Path:
-    """Resolve the daemon binary from ``$SWITCHBOARD_BIN`` or the default build path."""
-    configured = os.environ.get("SWITCHBOARD_BIN")
+    """Resolve the daemon binary from ``$TEST_SWITCHBOARD_BIN`` or the default build path."""
+    configured = os.environ.get("TEST_SWITCHBOARD_BIN")
     binary = Path(configured).resolve() if configured else DEFAULT_BIN
     if not (binary.is_file() and os.access(binary, os.X_OK)):
         pytest.fail(
             f"switchboard binary not found or not executable: {binary} "
-            "(build it with `swift build --product switchboard`, or set SWITCHBOARD_BIN)",
+            "(build it with `swift build --product switchboard`, or set TEST_SWITCHBOARD_BIN)",
             pytrace=False,
         )
     return binary
@@ -128,7 +128,8 @@ def daemon_env() -> dict[str, str]:
     """This process's environment without ``SWITCHBOARD_*`` variables.
 
     The daemon reads its configuration from ``SWITCHBOARD_*`` variables and
-    refuses unknown ones, so ``SWITCHBOARD_BIN`` (ours) must not reach it.
+    refuses unknown ones, so none of the caller's may reach it (the tests' own
+    ``TEST_SWITCHBOARD_BIN`` is outside that prefix on purpose).
     """
     return {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
 
@@ -138,7 +139,7 @@ def switchboard(tmp_path: Path):
     """Start ``switchboard serve --host 127.0.0.1 --port 0`` and yield a :class:`Switchboard`."""
     binary = _daemon_binary()
     process = subprocess.Popen(
-        [str(binary), "serve", "--host", "127.0.0.1", "--port", "0"],
+        [str(binary), "serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"],
         cwd=tmp_path,
         env=daemon_env(),
         stdin=subprocess.DEVNULL,

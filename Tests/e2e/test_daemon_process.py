@@ -74,7 +74,7 @@ def _clean_env() -> dict[str, str]:
 
 
 def test_sigterm_closes_peers_with_1001_and_exits_zero(tmp_path: Path) -> None:
-    daemon = Daemon(["serve", "--host", "127.0.0.1", "--port", "0"], tmp_path, _clean_env())
+    daemon = Daemon(["serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"], tmp_path, _clean_env())
     try:
         port = daemon.wait_ready()
 
@@ -100,7 +100,7 @@ def test_a_second_signal_during_shutdown_exits_at_once(tmp_path: Path) -> None:
         "SWITCHBOARD_SHUTDOWN_DRAIN_TIMEOUT_MS": "60000",
         "SWITCHBOARD_TRANSPORT_OUTBOX_BYTES": "1073741824",
     }
-    daemon = Daemon(["serve", "--host", "127.0.0.1", "--port", "0"], tmp_path, env)
+    daemon = Daemon(["serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"], tmp_path, env)
     try:
         port = daemon.wait_ready()
         stuck = _raw_peer(port, "stuck")
@@ -199,7 +199,7 @@ def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
 def test_tls_serves_wss_and_https_with_the_configured_certificate(tmp_path: Path) -> None:
     cert, key = _self_signed(tmp_path)
     daemon = Daemon(
-        ["serve", "--host", "127.0.0.1", "--port", "0", "--sslcert", str(cert), "--sslkey", str(key)],
+        ["serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", "--sslcert", str(cert), "--sslkey", str(key)],
         tmp_path, _clean_env(),
     )
     try:
@@ -220,6 +220,41 @@ def test_tls_serves_wss_and_https_with_the_configured_certificate(tmp_path: Path
                 return json.loads(await asyncio.wait_for(b.recv(), 10))
 
         assert asyncio.run(relay()) == {"type": "OFFER", "src": "a", "dst": "b", "payload": {"over": "tls"}}
+        os.kill(daemon.process.pid, signal.SIGTERM)
+        assert daemon.process.wait(timeout=15) == 0
+    finally:
+        daemon.stop()
+
+
+def test_sighup_reloads_the_log_level_from_the_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "switchboard.json"
+    config.write_text(json.dumps({"log": {"level": "info"}}))
+    daemon = Daemon(
+        ["serve", "--config", str(config), "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", "--state-dir", str(tmp_path / "state")],
+        tmp_path, _clean_env(),
+    )
+    try:
+        daemon.wait_ready()
+        admin = re.search(r"admin=http://127\.0\.0\.1:(\d+)", daemon.output())
+        assert admin, daemon.output()
+        url = f"http://127.0.0.1:{admin.group(1)}/v1/log-level"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert json.loads(response.read()) == {"level": "info"}
+        config.write_text(json.dumps({"log": {"level": "debug"}}))
+        os.kill(daemon.process.pid, signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "configuration reloaded" not in daemon.output() and time.monotonic() < deadline:
+            daemon.ready.wait(0.05)
+        assert "configuration reloaded" in daemon.output(), daemon.output()
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert json.loads(response.read()) == {"level": "debug"}
+        config.write_text("{not json")
+        os.kill(daemon.process.pid, signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "reload failed" not in daemon.output() and time.monotonic() < deadline:
+            daemon.ready.wait(0.05)
+        assert "reload failed" in daemon.output(), daemon.output()
+        assert daemon.process.poll() is None, "a bad reload must not stop the daemon"
         os.kill(daemon.process.pid, signal.SIGTERM)
         assert daemon.process.wait(timeout=15) == 0
     finally:

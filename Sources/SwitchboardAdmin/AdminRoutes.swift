@@ -1,0 +1,143 @@
+import Foundation
+import SwitchboardCore
+
+/// The admin API's routes, each a plain function of the request and an ``AdminContext``.
+public enum AdminRoutes {
+    /// The router with every route registered.
+    public static func router(configuration: AdminConfiguration, context: any AdminContext) -> AdminRouter {
+        var router = AdminRouter(token: configuration.token)
+        router.add("GET", "/healthz", public: true) { _ in AdminJSON.response(200, ["status": "ok"]) }
+        router.add("GET", "/readyz") { _ in readiness(context) }
+        router.add("GET", "/metrics") { _ in metrics(context) }
+        router.add("GET", "/v1/stats") { _ in AdminJSON.response(200, context.stats()) }
+        router.add("GET", "/v1/peers") { request throws(SwitchboardError) in try peers(request, context) }
+        router.add("DELETE", "/v1/peers/:id") { request throws(SwitchboardError) in try disconnect(request, context) }
+        router.add("GET", "/v1/log-level") { _ in AdminJSON.response(200, LogLevelBody(level: context.logLevel())) }
+        router.add("PUT", "/v1/log-level") { request throws(SwitchboardError) in try setLogLevel(request, context) }
+        router.add("POST", "/v1/drain") { request throws(SwitchboardError) in try drain(request, context) }
+        router.add("GET", "/v1/audit") { request throws(SwitchboardError) in try audit(request, context) }
+        return router
+    }
+
+    struct LogLevelBody: Codable { var level: String }
+
+    static func readiness(_ context: any AdminContext) -> HTTPResponse {
+        let readiness = context.readiness()
+        struct Body: Encodable {
+            let ready: Bool
+            let checks: Readiness
+        }
+        return AdminJSON.response(readiness.ready ? 200 : 503, Body(ready: readiness.ready, checks: readiness))
+    }
+
+    static func metrics(_ context: any AdminContext) -> HTTPResponse {
+        HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(context.metricsText().utf8))
+    }
+
+    static func peers(_ request: AdminRequest, _ context: any AdminContext) throws(SwitchboardError) -> HTTPResponse {
+        let limit = try request.integer("limit", in: 1...1000, default: 100)
+        let cursor = request.http.query["cursor"]
+        let all = context.peers()
+        let after = cursor.map { cursor in all.filter { $0.rawValue > cursor } } ?? all
+        let page = Array(after.prefix(limit))
+        struct Peer: Encodable { let id: String }
+        struct Body: Encodable {
+            let peers: [Peer]
+            let nextCursor: String?
+            enum CodingKeys: String, CodingKey { case peers, nextCursor }
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(peers, forKey: .peers)
+                try container.encode(nextCursor, forKey: .nextCursor)
+            }
+        }
+        let next = after.count > limit ? page.last?.rawValue : nil
+        return AdminJSON.response(200, Body(peers: page.map { Peer(id: $0.rawValue) }, nextCursor: next))
+    }
+
+    static func disconnect(_ request: AdminRequest, _ context: any AdminContext) throws(SwitchboardError) -> HTTPResponse {
+        guard let raw = request.parameters["id"], let id = PeerID(raw) else {
+            throw SwitchboardError(.invalidRequest, "not a peer id")
+        }
+        guard context.disconnectPeer(id) else { throw SwitchboardError(.notFound, "peer \(raw) is not connected") }
+        let entry = try record(context, request, action: "peer.disconnect", target: raw)
+        struct Body: Encodable {
+            let disconnected: String
+            let auditId: Int64?
+        }
+        return AdminJSON.response(200, Body(disconnected: raw, auditId: entry.id))
+    }
+
+    /// Serialises changes that must stay in step with their audit entry.
+    private static let mutations = NSLock()
+
+    static func setLogLevel(_ request: AdminRequest, _ context: any AdminContext) throws(SwitchboardError) -> HTTPResponse {
+        let body = try request.decode(LogLevelBody.self)
+        mutations.lock()
+        defer { mutations.unlock() }
+        let previous = context.logLevel()
+        guard context.setLogLevel(body.level) else {
+            throw SwitchboardError(.invalidRequest, "level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        let entry: AuditEntry
+        do {
+            entry = try record(context, request, action: "log_level.set", target: body.level)
+        } catch {
+            _ = context.setLogLevel(previous)
+            throw error
+        }
+        struct Body: Encodable {
+            let level: String
+            let auditId: Int64?
+        }
+        return AdminJSON.response(200, Body(level: body.level, auditId: entry.id))
+    }
+
+    static func drain(_ request: AdminRequest, _ context: any AdminContext) throws(SwitchboardError) -> HTTPResponse {
+        context.beginDrain()
+        let entry = try record(context, request, action: "drain")
+        struct Body: Encodable {
+            let draining: Bool
+            let auditId: Int64?
+        }
+        return AdminJSON.response(202, Body(draining: true, auditId: entry.id))
+    }
+
+    static func audit(_ request: AdminRequest, _ context: any AdminContext) throws(SwitchboardError) -> HTTPResponse {
+        let limit = try request.integer("limit", in: 1...1000, default: 100)
+        let before = try request.http.query["cursor"].map { text throws(SwitchboardError) -> Int64 in
+            guard let value = Int64(text) else { throw SwitchboardError(.invalidRequest, "cursor must be an entry id") }
+            return value
+        }
+        let entries: [AuditEntry]
+        do {
+            entries = try context.auditLog.entries(limit: limit + 1, before: before)
+        } catch {
+            throw SwitchboardError(.unavailable, "the audit log cannot be read: \(error)")
+        }
+        struct Body: Encodable {
+            let entries: [AuditEntry]
+            let nextCursor: String?
+            enum CodingKeys: String, CodingKey { case entries, nextCursor }
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(entries, forKey: .entries)
+                try container.encode(nextCursor, forKey: .nextCursor)
+            }
+        }
+        let page = Array(entries.prefix(limit))
+        let next = entries.count > limit ? page.last?.id.map(String.init) : nil
+        return AdminJSON.response(200, Body(entries: page, nextCursor: next))
+    }
+
+    /// Commits an audit entry; the action is acknowledged only after this returns.
+    static func record(
+        _ context: any AdminContext, _ request: AdminRequest, action: String, target: String = ""
+    ) throws(SwitchboardError) -> AuditEntry {
+        do {
+            return try context.auditLog.append(AuditEntry(at: context.now(), actor: request.actor, action: action, target: target))
+        } catch {
+            throw SwitchboardError(.unavailable, "the audit log cannot be written: \(error)")
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import CoreMetrics
+import Foundation
+import Logging
+import Prometheus
+import SwitchboardAdmin
+import SwitchboardApp
+import SwitchboardCore
+import SwitchboardStore
+import SwitchboardTransport
+
+/// The admin API's view of the running daemon: the hub, the transport and the store.
+final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Sendable {
+    let hub: SignalingHub
+    let transport: LWSServer
+    let store: SQLiteStore
+    let registry: PrometheusCollectorRegistry
+    let logLevelControl: LogLevelControl
+    let auditLog: any AuditLog
+    private let startedAt = Date()
+    private let requestDuration: CoreMetrics.Timer
+    private let lock = NSLock()
+    private var router: AdminRouter?
+
+    init(
+        hub: SignalingHub, transport: LWSServer, store: SQLiteStore, registry: PrometheusCollectorRegistry,
+        factory: any MetricsFactory, logLevel: LogLevelControl
+    ) {
+        self.hub = hub
+        self.transport = transport
+        self.store = store
+        self.registry = registry
+        self.logLevelControl = logLevel
+        self.auditLog = MeteredAuditLog(base: store, factory: factory)
+        self.requestDuration = CoreMetrics.Timer(label: "switchboard_handler_duration_seconds", dimensions: [("handler", "admin")], factory: factory)
+    }
+
+    /// Installs the router (built from this context) that ``respond(to:)`` uses.
+    func install(_ router: AdminRouter) { lock.withLock { self.router = router } }
+
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        let started = DispatchTime.now()
+        defer { requestDuration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) }
+        guard let router = lock.withLock({ router }) else {
+            return SwitchboardError(.unavailable, "the admin API is starting").httpResponse
+        }
+        return router.respond(to: request)
+    }
+
+    func stats() -> AdminStats {
+        let draining = hub.isDraining
+        return AdminStats(
+            version: SwitchboardVersion.current, uptimeSeconds: Date().timeIntervalSince(startedAt), draining: draining,
+            peerjs: hub.withRelay { AdminStats.PeerJSStats(relay: $0) })
+    }
+
+    func peers() -> [PeerID] { hub.withRelay { $0.registeredPeers } }
+
+    func disconnectPeer(_ id: PeerID) -> Bool { hub.disconnect(id) }
+
+    func logLevel() -> String { logLevelControl.level.rawValue }
+
+    func setLogLevel(_ level: String) -> Bool {
+        guard let parsed = Logger.Level(rawValue: level) else { return false }
+        logLevelControl.level = parsed
+        return true
+    }
+
+    func beginDrain() { hub.beginDraining() }
+
+    func readiness() -> Readiness {
+        Readiness(storeWritable: store.isWritable(), listenersUp: transport.isRunning, draining: hub.isDraining)
+    }
+
+    func metricsText() -> String { registry.emitToString() }
+
+    func now() -> Date { Date() }
+}
+
+/// Times every audit commit as `switchboard_sqlite_commit_seconds`.
+struct MeteredAuditLog: AuditLog {
+    let base: any AuditLog
+    let commit: CoreMetrics.Timer
+
+    init(base: any AuditLog, factory: any MetricsFactory) {
+        self.base = base
+        self.commit = CoreMetrics.Timer(label: "switchboard_sqlite_commit_seconds", dimensions: [("table", "audit_log")], factory: factory)
+    }
+
+    func append(_ entry: AuditEntry) throws -> AuditEntry {
+        let started = DispatchTime.now()
+        defer { commit.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) }
+        return try base.append(entry)
+    }
+
+    func entries(limit: Int, before: Int64?) throws -> [AuditEntry] {
+        try base.entries(limit: limit, before: before)
+    }
+}

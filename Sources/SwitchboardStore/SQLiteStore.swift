@@ -1,0 +1,63 @@
+import Foundation
+import GRDB
+import SwitchboardCore
+
+/// The SQLite store, through GRDB: a WAL-mode `DatabasePool` in the state directory.
+///
+/// Writes run on GRDB's writer queue, never on the signaling queue; every method that returns
+/// after a write has committed it.
+public final class SQLiteStore: Sendable {
+    /// The configuration it was opened with.
+    public let configuration: StoreConfiguration
+    let pool: DatabasePool
+
+    /// Opens (creating if needed) the database and applies pending migrations when `migrate`.
+    public init(configuration: StoreConfiguration, migrate: Bool = true) throws {
+        self.configuration = configuration
+        do {
+            try FileManager.default.createDirectory(atPath: configuration.directory, withIntermediateDirectories: true)
+            var grdb = Configuration()
+            grdb.busyMode = .timeout(TimeInterval(configuration.busyTimeout.milliseconds) / 1000)
+            let synchronous = configuration.synchronous.rawValue.uppercased()
+            let busyMilliseconds = configuration.busyTimeout.milliseconds
+            grdb.prepareDatabase { db in
+                // GRDB rounds the timeout through seconds; set the exact milliseconds.
+                try db.execute(sql: "PRAGMA busy_timeout = \(busyMilliseconds)")
+            }
+            pool = try DatabasePool(path: configuration.databasePath, configuration: grdb)
+            // DatabasePool sets synchronous=NORMAL on its writer after prepareDatabase runs.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
+            if migrate { try StoreMigrations.migrator.migrate(pool) }
+        } catch let error as SwitchboardError {
+            throw error
+        } catch {
+            throw SwitchboardError(.unavailable, "cannot open the store at \(configuration.databasePath): \(error)")
+        }
+    }
+
+    /// Applies pending migrations; returns the identifiers applied now.
+    @discardableResult
+    public func migrate() throws -> [String] {
+        let before = try appliedMigrations()
+        try StoreMigrations.migrator.migrate(pool)
+        return try appliedMigrations().filter { !before.contains($0) }
+    }
+
+    /// Migrations recorded in the database, oldest first.
+    public func appliedMigrations() throws -> [String] {
+        try pool.read { db in try StoreMigrations.migrator.appliedIdentifiers(db).sorted() }
+    }
+
+    /// Every migration this build knows.
+    public static var knownMigrations: [String] { StoreMigrations.all }
+
+    /// Runs `PRAGMA integrity_check`; `"ok"` when the file is sound.
+    public func integrityCheck() throws -> String {
+        try pool.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") ?? "" }
+    }
+
+    /// A PRAGMA's current value on a connection of the pool (for tests and diagnostics).
+    public func pragma(_ name: String) throws -> String {
+        try pool.write { db in try String.fetchOne(db, sql: "PRAGMA \(name)") ?? "" }
+    }
+}

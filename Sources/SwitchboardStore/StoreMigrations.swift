@@ -1,0 +1,33 @@
+import GRDB
+
+/// The schema's history. Released migrations are never edited: change the schema by appending.
+enum StoreMigrations {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1_audit_log") { db in
+            try db.create(table: "audit_log") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("at", .datetime).notNull()
+                table.column("actor", .text).notNull()
+                table.column("action", .text).notNull()
+                table.column("target", .text).notNull().defaults(to: "")
+                table.column("detail", .text).notNull().defaults(to: "")
+            }
+        }
+        migrator.registerMigration("v2_audit_log_action_index") { db in
+            try db.create(index: "audit_log_on_action_at", on: "audit_log", columns: ["action", "at"])
+        }
+        return migrator
+    }
+
+    /// Every migration identifier, oldest first.
+    static var all: [String] { migrator.migrations }
+}
+
+extension SQLiteStore {
+    /// Applies this build's migrations up to and including `target` to any GRDB writer, so that
+    /// tests can build a database at an older schema with the real released migrations.
+    public static func migrate(_ writer: some DatabaseWriter, upTo target: String) throws {
+        try StoreMigrations.migrator.migrate(writer, upTo: target)
+    }
+}

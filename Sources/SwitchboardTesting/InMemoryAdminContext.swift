@@ -1,0 +1,49 @@
+import Foundation
+import SwitchboardAdmin
+import SwitchboardCore
+
+/// The in-memory twin of the daemon behind the admin API: plain state a test sets and reads.
+public final class InMemoryAdminContext: AdminContext, @unchecked Sendable {
+    private let lock = NSLock()
+    private var connected: Set<PeerID> = []
+    private var level = "info"
+    private var draining = false
+    public let memoryLog = InMemoryAuditLog()
+    public var auditLog: any AuditLog { memoryLog }
+    public var metrics = "# TYPE switchboard_connections gauge\nswitchboard_connections{kind=\"peerjs\"} 0\n"
+    public var listenersUp = true
+    public let fixedNow = Date(timeIntervalSince1970: 1_800_000_000)
+
+    public init(peers: [String] = []) {
+        connected = Set(peers.compactMap(PeerID.init))
+    }
+
+    public var isDraining: Bool { lock.withLock { draining } }
+
+    public func stats() -> AdminStats {
+        AdminStats(version: "test", uptimeSeconds: 1, draining: isDraining, peerjs: .init(relay: PeerRelay(configuration: .init())))
+    }
+
+    public func peers() -> [PeerID] { lock.withLock { connected.sorted() } }
+
+    public func disconnectPeer(_ id: PeerID) -> Bool { lock.withLock { connected.remove(id) != nil } }
+
+    public func logLevel() -> String { lock.withLock { level } }
+
+    public func setLogLevel(_ level: String) -> Bool {
+        let known = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+        guard known.contains(level) else { return false }
+        lock.withLock { self.level = level }
+        return true
+    }
+
+    public func beginDrain() { lock.withLock { draining = true } }
+
+    public func readiness() -> Readiness {
+        Readiness(storeWritable: memoryLog.isWritable(), listenersUp: listenersUp, draining: isDraining)
+    }
+
+    public func metricsText() -> String { metrics }
+
+    public func now() -> Date { fixedNow }
+}
