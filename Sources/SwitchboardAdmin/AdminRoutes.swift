@@ -41,18 +41,8 @@ public enum AdminRoutes {
         let after = cursor.map { cursor in all.filter { $0.rawValue > cursor } } ?? all
         let page = Array(after.prefix(limit))
         struct Peer: Encodable { let id: String }
-        struct Body: Encodable {
-            let peers: [Peer]
-            let nextCursor: String?
-            enum CodingKeys: String, CodingKey { case peers, nextCursor }
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(peers, forKey: .peers)
-                try container.encode(nextCursor, forKey: .nextCursor)
-            }
-        }
         let next = after.count > limit ? page.last?.rawValue : nil
-        return AdminJSON.response(200, Body(peers: page.map { Peer(id: $0.rawValue) }, nextCursor: next))
+        return AdminJSON.response(200, Page(key: "peers", items: page.map { Peer(id: $0.rawValue) }, nextCursor: next))
     }
 
     static func disconnect(_ request: AdminRequest, _ context: any AdminContext) throws(SwitchboardError) -> HTTPResponse {
@@ -115,19 +105,9 @@ public enum AdminRoutes {
         } catch {
             throw SwitchboardError(.unavailable, "the audit log cannot be read: \(error)")
         }
-        struct Body: Encodable {
-            let entries: [AuditEntry]
-            let nextCursor: String?
-            enum CodingKeys: String, CodingKey { case entries, nextCursor }
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(entries, forKey: .entries)
-                try container.encode(nextCursor, forKey: .nextCursor)
-            }
-        }
         let page = Array(entries.prefix(limit))
         let next = entries.count > limit ? page.last?.id.map(String.init) : nil
-        return AdminJSON.response(200, Body(entries: page, nextCursor: next))
+        return AdminJSON.response(200, Page(key: "entries", items: page, nextCursor: next))
     }
 
     /// Commits an audit entry; the action is acknowledged only after this returns.
