@@ -96,10 +96,20 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // `scripts/bench placement`: the placement engine on generated worlds.
+        .executableTarget(
+            name: "switchboard-placement-bench",
+            dependencies: ["SwitchboardCore"],
+            path: "bench/placement",
+            swiftSettings: strictSettings
+        ),
         // Test support: manual clock, in-memory transport twin, WebSocket test client.
         .target(
             name: "SwitchboardTesting",
-            dependencies: ["SwitchboardCore", "SwitchboardApp", "SwitchboardTransport", "SwitchboardAdmin"],
+            dependencies: [
+                "SwitchboardCore", "SwitchboardApp", "SwitchboardTransport", "SwitchboardAdmin",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -22,6 +22,8 @@ public protocol AdminContext: Sendable {
     func metricsText() -> String
     /// The append-only audit log.
     var auditLog: any AuditLog { get }
+    /// The SFU location table and placement.
+    var sfus: any SFUAdministration { get }
     /// The wall clock, for audit entries.
     func now() -> Date
 }

@@ -5,6 +5,14 @@ import SwitchboardCore
 public struct AdminRequest: Sendable {
     public let http: HTTPRequest
     public let parameters: [String: String]
+    /// Whether the request carries the admin token (or none is configured).
+    public let isAdmin: Bool
+
+    /// The bearer credential presented, if any.
+    public var bearer: String? {
+        guard let header = http.headers["authorization"], header.hasPrefix("Bearer ") else { return nil }
+        return String(header.dropFirst(7))
+    }
 
     /// Who is asking, for the audit log.
     public var actor: String { http.remoteAddress.isEmpty ? "unknown" : http.remoteAddress }
@@ -12,9 +20,8 @@ public struct AdminRequest: Sendable {
     /// Decodes the JSON body as `T`, or fails with `invalid_request`.
     public func decode<T: Decodable>(_ type: T.Type) throws(SwitchboardError) -> T {
         do {
-            let decoder = JSONDecoder()
-            decoder.keyDecodingStrategy = .convertFromSnakeCase
-            return try decoder.decode(T.self, from: Data(http.body))
+            // No key strategy: it would also rewrite dictionary keys (SFU ids in RTT vectors).
+            return try JSONDecoder().decode(T.self, from: Data(http.body))
         } catch {
             throw SwitchboardError(.invalidRequest, "the body must be a JSON object of the documented shape")
         }

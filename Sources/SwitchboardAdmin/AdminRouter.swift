@@ -38,9 +38,10 @@ public struct AdminRouter: Sendable {
             response.headers.append(("Allow", methods.joined(separator: ", ")))
             return response
         }
-        if route.requiresToken, let failure = authenticate(request) { return failure }
+        let failure = authenticate(request)
+        if route.requiresToken, let failure { return failure }
         do {
-            return try route.handler(AdminRequest(http: request, parameters: parameters))
+            return try route.handler(AdminRequest(http: request, parameters: parameters, isAdmin: failure == nil))
         } catch {
             return error.httpResponse
         }

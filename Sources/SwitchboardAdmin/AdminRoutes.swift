@@ -16,6 +16,7 @@ public enum AdminRoutes {
         router.add("PUT", "/v1/log-level") { request throws(SwitchboardError) in try setLogLevel(request, context) }
         router.add("POST", "/v1/drain") { request throws(SwitchboardError) in try drain(request, context) }
         router.add("GET", "/v1/audit") { request throws(SwitchboardError) in try audit(request, context) }
+        addSFURoutes(to: &router, context: context)
         return router
     }
 
@@ -112,10 +113,10 @@ public enum AdminRoutes {
 
     /// Commits an audit entry; the action is acknowledged only after this returns.
     static func record(
-        _ context: any AdminContext, _ request: AdminRequest, action: String, target: String = ""
+        _ context: any AdminContext, _ request: AdminRequest, action: String, target: String = "", detail: String = ""
     ) throws(SwitchboardError) -> AuditEntry {
         do {
-            return try context.auditLog.append(AuditEntry(at: context.now(), actor: request.actor, action: action, target: target))
+            return try context.auditLog.append(AuditEntry(at: context.now(), actor: request.actor, action: action, target: target, detail: detail))
         } catch {
             throw SwitchboardError(.unavailable, "the audit log cannot be written: \(error)")
         }

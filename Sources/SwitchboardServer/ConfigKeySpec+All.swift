@@ -1,6 +1,6 @@
 extension ConfigKeySpec {
     /// Every configuration key the daemon reads.
-    public static let all: [ConfigKeySpec] = server + admin + store + transport + peerjs + operations
+    public static let all: [ConfigKeySpec] = server + admin + store + transport + peerjs + placement + operations
 
     static let server: [ConfigKeySpec] = [
         .init("server.host", .string(allowed: nil), .string("0.0.0.0"), "Address the client listener binds (WebSocket and PeerJS HTTP routes)."),
@@ -45,6 +45,18 @@ extension ConfigKeySpec {
         .init("peerjs.queue.total_bytes", .int(1024...17_179_869_184), .int(67_108_864), "Queued bytes in total."),
         .init("peerjs.malformed.rate", .double(0...1_000_000), .double(5), "Malformed frames tolerated per second per socket, sustained."),
         .init("peerjs.malformed.burst", .double(1...1_000_000), .double(20), "Malformed frames tolerated in a burst; past it the socket is closed with 1008."),
+    ]
+
+    static let placement: [ConfigKeySpec] = [
+        .init("placement.regions_file", .string(allowed: nil), .string(""), "Region table CSV (code,name,kind,latitude,longitude); empty uses the built-in copy of config/regions.csv."),
+        .init("placement.sfu_seed_file", .string(allowed: nil), .string(""), "JSON file {\"sfus\":[...]} loaded into the location table at start and on SIGHUP; empty for none."),
+        .init("placement.ip_prefix_file", .string(allowed: nil), .string(""), "Optional CSV of cidr,region or cidr,latitude,longitude for locating clients by IP."),
+        .init("placement.default_region", .string(allowed: nil), .string("fra"), "Where a client with no usable location is assumed to be (a region code)."),
+        .init("placement.stale_after_ms", .int(500...3_600_000), .int(15000), "An SFU with no heartbeat for this long takes no calls and is marked down; its calls move."),
+        .init("placement.base_rtt_ms", .double(0...1000), .double(2), "RTT added to every distance-based estimate."),
+        .init("placement.rtt_per_km", .double(0...1), .double(0.01), "Estimated RTT per km of great-circle distance (ms)."),
+        .init("placement.load_weight", .double(0...100), .double(1), "How strongly load raises the score: score x (1 + load_weight x utilisation^2)."),
+        .init("placement.tie_seed", .int(0...Int.max), .int(0), "Seed of the deterministic tie-break order between equal scores."),
     ]
 
     static let operations: [ConfigKeySpec] = [

@@ -16,15 +16,17 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     let registry: PrometheusCollectorRegistry
     let logLevelControl: LogLevelControl
     let auditLog: any AuditLog
+    let sfus: any SFUAdministration
     private let startedAt = Date()
     private let requestDuration: CoreMetrics.Timer
     private let lock = NSLock()
     private var router: AdminRouter?
 
     init(
-        hub: SignalingHub, transport: LWSServer, store: SQLiteStore, registry: PrometheusCollectorRegistry,
+        hub: SignalingHub, transport: LWSServer, store: SQLiteStore, directory: SFUDirectory, registry: PrometheusCollectorRegistry,
         factory: any MetricsFactory, logLevel: LogLevelControl
     ) {
+        self.sfus = directory
         self.hub = hub
         self.transport = transport
         self.store = store

@@ -37,6 +37,7 @@ extension SwitchboardConfiguration {
             synchronous: StoreConfiguration.Synchronous(rawValue: try values.string("store.synchronous")) ?? .normal,
             busyTimeout: try values.milliseconds("store.busy_timeout_ms"))
         relay = try Self.relay(values)
+        placement = try PlacementConfiguration(reading: values)
         peerJSRoutes = routes
         drainTimeout = try values.milliseconds("shutdown.drain_timeout_ms")
         logLevel = Logger.Level(rawValue: try values.string("log.level")) ?? .info

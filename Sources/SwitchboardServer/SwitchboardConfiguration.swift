@@ -14,6 +14,8 @@ public struct SwitchboardConfiguration: Sendable {
     public var admin: AdminConfiguration
     /// The SQLite store.
     public var store: StoreConfiguration
+    /// SFU placement.
+    public var placement: PlacementConfiguration
     /// PeerJS mount path and CORS.
     public var peerJSRoutes: PeerJSRoutes
     /// How long shutdown waits for sockets to close.

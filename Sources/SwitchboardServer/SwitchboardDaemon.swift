@@ -26,6 +26,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     private var started = false
     private var stopped = false
     private var store: SQLiteStore?
+    /// The location table and placement (after ``start()``).
+    public private(set) var directory: SFUDirectory?
 
     /// Builds the daemon; nothing is opened or bound until ``start()``. `logLevel` is the
     /// control the process's log handlers follow (the admin API and SIGHUP change it).
@@ -61,21 +63,33 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     /// Opens the store (applying migrations), binds the listeners and starts serving.
     public func start() throws {
         let store = try SQLiteStore(configuration: configuration.store)
+        let factory = PrometheusMetricsFactory(registry: registry)
+        let directory = try SFUDirectory(
+            store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
+            metricsFactory: factory, logger: logger)
+        try directory.seed(configuration.placement.loadSeed())
         let context = DaemonAdminContext(
-            hub: hub, transport: transport, store: store, registry: registry,
-            factory: PrometheusMetricsFactory(registry: registry), logLevel: logLevel)
+            hub: hub, transport: transport, store: store, directory: directory, registry: registry,
+            factory: factory, logLevel: logLevel)
         context.install(AdminRoutes.router(configuration: configuration.admin, context: context))
         // The hub is ready before the first connection can arrive.
         hub.start(transport: transport, admin: context)
+        directory.start { [logger] moves in
+            for move in moves {
+                logger.notice("call moved off a failed SFU", metadata: ["call.cid": "\(move.callID)", "sfu.from": "\(move.from)", "sfu.to": "\(move.to.map(\.rawValue) ?? "none")"])
+            }
+        }
         do {
             try lock.withLock {
                 precondition(!started, "start() called twice")
                 started = true
                 self.store = store
+                self.directory = directory
                 try transport.start(sink: hub)
             }
         } catch {
             hub.stop()
+            directory.stop()
             throw error
         }
         logger.notice(
@@ -86,9 +100,10 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             ])
     }
 
-    /// Applies a new log level (SIGHUP reload).
-    public func setLogLevel(_ level: Logger.Level) {
-        logLevel.level = level
+    /// SIGHUP: applies the reloaded configuration's log level and SFU seed file.
+    public func reload(_ reloaded: SwitchboardConfiguration) throws {
+        logLevel.level = reloaded.logLevel
+        try directory?.seed(reloaded.placement.loadSeed())
     }
 
     /// Graceful stop: refuse new sockets, close open ones with 1001, wait up to the drain
@@ -105,6 +120,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         if !clean { logger.warning("drain timeout passed with sockets still open; closing them") }
         transport.stop()
         hub.stop()
+        directory?.stop()
         logger.notice("stopped")
     }
 

@@ -17,6 +17,28 @@ enum StoreMigrations {
         migrator.registerMigration("v2_audit_log_action_index") { db in
             try db.create(index: "audit_log_on_action_at", on: "audit_log", columns: ["action", "at"])
         }
+        migrator.registerMigration("v3_sfus_and_placements") { db in
+            try db.create(table: "sfu") { table in
+                table.primaryKey("id", .text)
+                table.column("url", .text).notNull()
+                table.column("region", .text)
+                table.column("latitude", .double).notNull()
+                table.column("longitude", .double).notNull()
+                table.column("capacity", .integer).notNull()
+                table.column("weight", .double).notNull().defaults(to: 1)
+                table.column("state", .text).notNull()
+                table.column("secret", .text)
+                table.column("reported_load", .integer).notNull().defaults(to: 0)
+                table.column("last_heartbeat_at", .datetime)
+            }
+            try db.create(table: "call_placement") { table in
+                table.primaryKey("call_id", .text)
+                table.column("sfu_id", .text).notNull().indexed()
+                table.column("locations", .text).notNull()
+                table.column("assigned_at", .datetime).notNull()
+                table.column("reason", .text).notNull()
+            }
+        }
         return migrator
     }
 

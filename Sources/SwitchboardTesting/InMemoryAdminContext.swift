@@ -1,5 +1,7 @@
 import Foundation
+import Logging
 import SwitchboardAdmin
+import SwitchboardApp
 import SwitchboardCore
 
 /// The in-memory twin of the daemon behind the admin API: plain state a test sets and reads.
@@ -13,9 +15,19 @@ public final class InMemoryAdminContext: AdminContext, @unchecked Sendable {
     public var metrics = "# TYPE switchboard_connections gauge\nswitchboard_connections{kind=\"peerjs\"} 0\n"
     public var listenersUp = true
     public let fixedNow = Date(timeIntervalSince1970: 1_800_000_000)
+    /// A real directory over the in-memory store, driven by ``clock``.
+    public let clock = ManualClock()
+    public let sfuStore = InMemorySFUStore()
+    public let directory: SFUDirectory
+    public var sfus: any SFUAdministration { directory }
 
-    public init(peers: [String] = []) {
+    public init(peers: [String] = [], regions: RegionTable = .builtin) {
         connected = Set(peers.compactMap(PeerID.init))
+        let fallback = GeoPoint(latitude: 50.11, longitude: 8.68)!
+        directory = try! SFUDirectory(
+            store: sfuStore, policy: PlacementPolicy(staleAfter: .seconds(10)),
+            resolver: LocationResolver(regions: regions.points, fallback: fallback), clock: clock,
+            wallClock: { Date(timeIntervalSince1970: 1_800_000_000) }, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
     public var isDraining: Bool { lock.withLock { draining } }

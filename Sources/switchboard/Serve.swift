@@ -5,7 +5,8 @@ import Logging
 import ServiceLifecycle
 import SwitchboardServer
 
-/// `switchboard serve`: run the daemon until SIGTERM or SIGINT; SIGHUP reloads the log level.
+/// `switchboard serve`: run the daemon until SIGTERM or SIGINT; SIGHUP reloads the log level and
+/// the SFU seed file.
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the signaling daemon (accepts the PeerJS server's flags).")
@@ -32,7 +33,7 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
-    /// SIGHUP re-reads the configuration and applies its log level.
+    /// SIGHUP re-reads the configuration and applies its log level and SFU seed file.
     private func reloadOnHangup(daemon: SwitchboardDaemon, logger: Logger) -> any DispatchSourceSignal {
         signal(SIGHUP, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
@@ -40,7 +41,7 @@ struct Serve: AsyncParsableCommand {
         source.setEventHandler {
             do {
                 let reloaded = try options.loadQuietly()
-                daemon.setLogLevel(reloaded.logLevel)
+                try daemon.reload(reloaded)
                 logger.notice("configuration reloaded", metadata: ["log.level": "\(reloaded.logLevel)"])
             } catch {
                 logger.error("SIGHUP reload failed; keeping the running configuration", metadata: ["error": "\(error)"])

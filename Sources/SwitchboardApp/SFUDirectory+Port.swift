@@ -1,0 +1,3 @@
+import SwitchboardCore
+
+extension SFUDirectory: SFUAdministration {}

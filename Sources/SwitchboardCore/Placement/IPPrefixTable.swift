@@ -1,0 +1,85 @@
+/// An operator-supplied table of IP prefixes (CIDR) with a location each; longest prefix wins.
+///
+/// CSV, one entry a line: `cidr,region` or `cidr,latitude,longitude`; `#` starts a comment.
+public struct IPPrefixTable: Sendable, Equatable {
+    /// Where a prefix's clients are.
+    public enum Place: Sendable, Equatable {
+        case region(String)
+        case point(GeoPoint)
+    }
+
+    struct Entry: Sendable, Equatable {
+        let network: [UInt8]
+        let length: Int
+        let place: Place
+    }
+
+    private(set) var entries: [Entry] = []
+
+    public init() {}
+
+    /// Number of prefixes.
+    public var count: Int { entries.count }
+
+    /// Parses the CSV text; errors name the line.
+    public init(csv: String) throws(SwitchboardError) {
+        for (index, rawLine) in csv.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            let fields = line.split(separator: ",").map { $0.trimmingCharactersInSet(" \t\r") }
+            if fields.isEmpty || (fields.count == 1 && fields[0].isEmpty) { continue }
+            guard let entry = Self.entry(fields) else {
+                throw SwitchboardError(.invalidConfiguration, "IP prefix table line \(index + 1): expected cidr,region or cidr,latitude,longitude")
+            }
+            entries.append(entry)
+        }
+        entries.sort { $0.length > $1.length }
+    }
+
+    private static func entry(_ fields: [String]) -> Entry? {
+        let cidr = fields[0].split(separator: "/")
+        guard cidr.count == 2, let bytes = IPAddressParser.parse(String(cidr[0])), let length = Int(cidr[1]),
+            (0...(bytes.count * 8)).contains(length)
+        else { return nil }
+        let place: Place
+        if fields.count == 2, !fields[1].isEmpty {
+            place = .region(fields[1].lowercased())
+        } else if fields.count == 3, let lat = Double(fields[1]), let lon = Double(fields[2]), let point = GeoPoint(latitude: lat, longitude: lon) {
+            place = .point(point)
+        } else {
+            return nil
+        }
+        return Entry(network: bytes, length: length, place: place)
+    }
+
+    /// The location of `address` by longest matching prefix, resolving region codes in `regions`.
+    public func lookup(_ address: String, regions: [String: GeoPoint]) -> GeoPoint? {
+        guard let bytes = IPAddressParser.parse(address) else { return nil }
+        for entry in entries where entry.network.count == bytes.count && Self.matches(bytes, entry) {
+            switch entry.place {
+            case .point(let point): return point
+            case .region(let code): if let point = regions[code] { return point }
+            }
+        }
+        return nil
+    }
+
+    private static func matches(_ address: [UInt8], _ entry: Entry) -> Bool {
+        var remaining = entry.length
+        for (index, byte) in entry.network.enumerated() where remaining > 0 {
+            let bits = min(8, remaining)
+            let mask = UInt8(truncatingIfNeeded: 0xFF << (8 - bits))
+            if address[index] & mask != byte & mask { return false }
+            remaining -= bits
+        }
+        return true
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingCharactersInSet(_ set: String) -> String {
+        var slice = self[...]
+        while let first = slice.first, set.contains(first) { slice = slice.dropFirst() }
+        while let last = slice.last, set.contains(last) { slice = slice.dropLast() }
+        return String(slice)
+    }
+}

@@ -1,0 +1,65 @@
+/// Chooses an SFU for a call: pure, deterministic, brute force over the table.
+///
+/// Hard filters: state active, a heartbeat within `stale_after`, and room for the call's
+/// participants counting pending assignments. The score is the worst participant's RTT
+/// (minimax), raised by load and divided by the SFU's weight; equal scores are ordered by a
+/// hash of the id and the policy's seed.
+public enum PlacementEngine {
+    public static func decide(
+        participants: [ResolvedLocation], nodes: [SFUNode], now: MonotonicTime, policy: PlacementPolicy
+    ) -> PlacementDecision {
+        let incoming = max(1, participants.count)
+        let candidates = nodes.map { candidate($0, participants: participants, incoming: incoming, now: now, policy: policy) }
+        let eligible = candidates.filter { $0.score != nil }.sorted { before($0, $1, seed: policy.seed) }
+        let rejected = candidates.filter { $0.score == nil }.sorted { $0.sfu < $1.sfu }
+        return PlacementDecision(chosen: eligible.first?.sfu, candidates: eligible + rejected)
+    }
+
+    static func candidate(
+        _ node: SFUNode, participants: [ResolvedLocation], incoming: Int, now: MonotonicTime, policy: PlacementPolicy
+    ) -> PlacementCandidate {
+        var worstDistance = 0.0
+        var worstRTT = participants.isEmpty ? policy.baseRTT : 0
+        for participant in participants {
+            let distance = participant.point.distanceKilometers(to: node.location)
+            worstDistance = max(worstDistance, distance)
+            worstRTT = max(worstRTT, participant.rtts[node.id] ?? policy.estimatedRTT(kilometers: distance))
+        }
+        let capacity = max(1, node.capacity)
+        let utilization = Double(node.effectiveLoad + incoming) / Double(capacity)
+        let rejection = rejection(node, incoming: incoming, now: now, policy: policy)
+        let score = rejection == nil ? worstRTT * (1 + policy.loadWeight * utilization * utilization) / max(node.weight, 0.001) : nil
+        return PlacementCandidate(
+            sfu: node.id, url: node.url, region: node.region, worstDistanceKilometers: worstDistance, worstRTT: worstRTT,
+            load: node.effectiveLoad, capacity: node.capacity, utilization: utilization, rejection: rejection, score: score)
+    }
+
+    static func rejection(_ node: SFUNode, incoming: Int, now: MonotonicTime, policy: PlacementPolicy) -> PlacementCandidate.Rejection? {
+        switch node.state {
+        case .down: return .down
+        case .draining: return .draining
+        case .active: break
+        }
+        guard let heartbeat = node.lastHeartbeat, now.since(heartbeat) <= policy.staleAfter else { return .stale }
+        guard node.effectiveLoad + incoming <= node.capacity else { return .full }
+        return nil
+    }
+
+    static func before(_ lhs: PlacementCandidate, _ rhs: PlacementCandidate, seed: UInt64) -> Bool {
+        let left = lhs.score ?? .infinity
+        let right = rhs.score ?? .infinity
+        if left != right { return left < right }
+        let (leftKey, rightKey) = (tieKey(lhs.sfu, seed: seed), tieKey(rhs.sfu, seed: seed))
+        return leftKey != rightKey ? leftKey < rightKey : lhs.sfu < rhs.sfu
+    }
+
+    /// FNV-1a of the id, mixed with the seed: a stable, seed-dependent order.
+    static func tieKey(_ id: SFUID, seed: UInt64) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325 ^ seed
+        for byte in id.rawValue.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        return hash
+    }
+}

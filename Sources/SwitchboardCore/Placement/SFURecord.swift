@@ -1,0 +1,71 @@
+import Foundation
+
+/// An SFU as operators define it and the store keeps it: the durable part of ``SFUNode``.
+public struct SFURecord: Sendable, Equatable, Codable {
+    public var id: SFUID
+    public var url: String
+    public var region: String?
+    public var latitude: Double
+    public var longitude: Double
+    public var capacity: Int
+    public var weight: Double
+    public var state: SFUNode.State
+    /// Credential the SFU presents on heartbeats (`Authorization: Bearer …`); never returned.
+    public var secret: String?
+    /// Last reported load and when (wall clock), for operators.
+    public var reportedLoad: Int
+    public var lastHeartbeatAt: Date?
+
+    public init(
+        id: SFUID, url: String, region: String?, latitude: Double, longitude: Double, capacity: Int, weight: Double = 1,
+        state: SFUNode.State = .active, secret: String? = nil, reportedLoad: Int = 0, lastHeartbeatAt: Date? = nil
+    ) {
+        self.id = id
+        self.url = url
+        self.region = region
+        self.latitude = latitude
+        self.longitude = longitude
+        self.capacity = capacity
+        self.weight = weight
+        self.state = state
+        self.secret = secret
+        self.reportedLoad = reportedLoad
+        self.lastHeartbeatAt = lastHeartbeatAt
+    }
+
+    /// The point, if the stored coordinates are valid.
+    public var location: GeoPoint? { GeoPoint(latitude: latitude, longitude: longitude) }
+}
+
+/// A call's SFU: durable so a restart keeps calls where they are.
+public struct PlacementRecord: Sendable, Equatable, Codable {
+    /// The call (`type:id`), an opaque string to placement.
+    public var callID: String
+    public var sfu: SFUID
+    /// The participants' hints the placement used (re-used when the call must move).
+    public var locations: [LocationHint]
+    public var assignedAt: Date
+    /// Why it is on this SFU: `placed` or `failover`.
+    public var reason: String
+
+    public init(callID: String, sfu: SFUID, locations: [LocationHint], assignedAt: Date, reason: String) {
+        self.callID = callID
+        self.sfu = sfu
+        self.locations = locations
+        self.assignedAt = assignedAt
+        self.reason = reason
+    }
+}
+
+/// The store port for the location table and call placements. Every method commits before
+/// returning.
+public protocol SFUStore: Sendable {
+    func allSFUs() throws -> [SFURecord]
+    func saveSFU(_ record: SFURecord) throws
+    func deleteSFU(_ id: SFUID) throws
+    func allPlacements() throws -> [PlacementRecord]
+    func savePlacement(_ record: PlacementRecord) throws
+    func deletePlacement(callID: String) throws
+    /// Marks `down` as down and moves every given placement, in one transaction.
+    func failover(down: SFUID, moves: [PlacementRecord]) throws
+}

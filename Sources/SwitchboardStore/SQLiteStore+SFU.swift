@@ -1,0 +1,79 @@
+import Foundation
+import GRDB
+import SwitchboardCore
+
+extension SQLiteStore: SFUStore {
+    public func allSFUs() throws -> [SFURecord] {
+        try pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM sfu ORDER BY id").compactMap(Self.sfu) }
+    }
+
+    public func saveSFU(_ record: SFURecord) throws {
+        try pool.write { db in try Self.upsert(record, db) }
+    }
+
+    public func deleteSFU(_ id: SFUID) throws {
+        try pool.write { db in try db.execute(sql: "DELETE FROM sfu WHERE id = ?", arguments: [id.rawValue]) }
+    }
+
+    public func allPlacements() throws -> [PlacementRecord] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM call_placement ORDER BY call_id").compactMap(Self.placement)
+        }
+    }
+
+    public func savePlacement(_ record: PlacementRecord) throws {
+        try pool.write { db in try Self.upsert(record, db) }
+    }
+
+    public func deletePlacement(callID: String) throws {
+        try pool.write { db in try db.execute(sql: "DELETE FROM call_placement WHERE call_id = ?", arguments: [callID]) }
+    }
+
+    public func failover(down: SFUID, moves: [PlacementRecord]) throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE sfu SET state = 'down' WHERE id = ?", arguments: [down.rawValue])
+            for move in moves { try Self.upsert(move, db) }
+        }
+    }
+
+    private static func upsert(_ record: SFURecord, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO sfu (id, url, region, latitude, longitude, capacity, weight, state, secret, reported_load, last_heartbeat_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET url = excluded.url, region = excluded.region, latitude = excluded.latitude,
+                  longitude = excluded.longitude, capacity = excluded.capacity, weight = excluded.weight, state = excluded.state,
+                  secret = excluded.secret, reported_load = excluded.reported_load, last_heartbeat_at = excluded.last_heartbeat_at
+                """,
+            arguments: [
+                record.id.rawValue, record.url, record.region, record.latitude, record.longitude, record.capacity, record.weight,
+                record.state.rawValue, record.secret, record.reportedLoad, record.lastHeartbeatAt,
+            ])
+    }
+
+    private static func upsert(_ record: PlacementRecord, _ db: Database) throws {
+        let locations = String(decoding: try JSONEncoder().encode(record.locations), as: UTF8.self)
+        try db.execute(
+            sql: """
+                INSERT INTO call_placement (call_id, sfu_id, locations, assigned_at, reason) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT(call_id) DO UPDATE SET sfu_id = excluded.sfu_id, locations = excluded.locations,
+                  assigned_at = excluded.assigned_at, reason = excluded.reason
+                """,
+            arguments: [record.callID, record.sfu.rawValue, locations, record.assignedAt, record.reason])
+    }
+
+    private static func sfu(_ row: Row) -> SFURecord? {
+        guard let id = SFUID(row["id"]), let state = SFUNode.State(rawValue: row["state"]) else { return nil }
+        return SFURecord(
+            id: id, url: row["url"], region: row["region"], latitude: row["latitude"], longitude: row["longitude"],
+            capacity: row["capacity"], weight: row["weight"], state: state, secret: row["secret"],
+            reportedLoad: row["reported_load"], lastHeartbeatAt: row["last_heartbeat_at"])
+    }
+
+    private static func placement(_ row: Row) -> PlacementRecord? {
+        let text: String = row["locations"]
+        guard let id = SFUID(row["sfu_id"]), let locations = try? JSONDecoder().decode([LocationHint].self, from: Data(text.utf8))
+        else { return nil }
+        return PlacementRecord(callID: row["call_id"], sfu: id, locations: locations, assignedAt: row["assigned_at"], reason: row["reason"])
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import SwitchboardCore
+
+/// The in-memory twin of the SQLite location table and placements; can be told to fail.
+public final class InMemorySFUStore: SFUStore, @unchecked Sendable {
+    private let lock = NSLock()
+    private var sfus: [SFUID: SFURecord] = [:]
+    private var placements: [String: PlacementRecord] = [:]
+    private var failing = false
+    /// Number of `failover` transactions committed.
+    public private(set) var failoverCount = 0
+
+    public init() {}
+
+    public func setFailing(_ value: Bool) { lock.withLock { failing = value } }
+
+    private func check() throws {
+        if failing { throw SwitchboardError(.unavailable, "disk full") }
+    }
+
+    public func allSFUs() throws -> [SFURecord] { lock.withLock { sfus.values.sorted { $0.id < $1.id } } }
+    public func saveSFU(_ record: SFURecord) throws { try lock.withLock { try check(); sfus[record.id] = record } }
+    public func deleteSFU(_ id: SFUID) throws { try lock.withLock { try check(); sfus[id] = nil } }
+    public func allPlacements() throws -> [PlacementRecord] { lock.withLock { placements.values.sorted { $0.callID < $1.callID } } }
+    public func savePlacement(_ record: PlacementRecord) throws { try lock.withLock { try check(); placements[record.callID] = record } }
+    public func deletePlacement(callID: String) throws { try lock.withLock { try check(); placements[callID] = nil } }
+
+    public func failover(down: SFUID, moves: [PlacementRecord]) throws {
+        try lock.withLock {
+            try check()
+            sfus[down]?.state = .down
+            for move in moves { placements[move.callID] = move }
+            failoverCount += 1
+        }
+    }
+}
