@@ -25,7 +25,10 @@ public enum IPAddressParser {
     static func ipv6(_ text: String) -> [UInt8]? {
         let halves = text.components(separatedBy: "::")
         guard halves.count <= 2 else { return nil }
-        guard let head = groups(halves[0]), let tail = halves.count == 2 ? groups(halves[1]) : [] else { return nil }
+        // A dotted IPv4 part may only end the whole address (RFC 4291 2.2), so not before "::".
+        guard let head = groups(halves[0], dottedTail: halves.count == 1),
+            let tail = halves.count == 2 ? groups(halves[1], dottedTail: true) : []
+        else { return nil }
         let missing = 8 - head.count - tail.count
         guard halves.count == 2 ? missing >= 1 : missing == 0 else { return nil }
         let words = head + Array(repeating: 0, count: max(0, missing)) + tail
@@ -33,16 +36,17 @@ public enum IPAddressParser {
     }
 
     /// Colon-separated hex groups; a trailing dotted IPv4 counts as two groups.
-    private static func groups(_ text: String) -> [UInt16]? {
+    private static func groups(_ text: String, dottedTail: Bool) -> [UInt16]? {
         guard !text.isEmpty else { return [] }
         var result: [UInt16] = []
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         for (index, part) in parts.enumerated() {
-            if index == parts.count - 1, part.contains(".") {
+            if dottedTail, index == parts.count - 1, part.contains(".") {
                 guard let v4 = ipv4(String(part)) else { return nil }
                 result += [UInt16(v4[0]) << 8 | UInt16(v4[1]), UInt16(v4[2]) << 8 | UInt16(v4[3])]
             } else {
-                guard (1...4).contains(part.count), let value = UInt16(part, radix: 16) else { return nil }
+                // UInt16(_:radix:) alone would accept a sign ("+1", "-0").
+                guard (1...4).contains(part.count), part.allSatisfy(\.isHexDigit), let value = UInt16(part, radix: 16) else { return nil }
                 result.append(value)
             }
         }

@@ -23,7 +23,8 @@ public struct IPPrefixTable: Sendable, Equatable {
 
     /// Parses the CSV text; errors name the line.
     public init(csv: String) throws(SwitchboardError) {
-        for (index, rawLine) in csv.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // "\r\n" is one Character in Swift, so splitting on "\n" alone would not split CRLF files.
+        for (index, rawLine) in csv.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).enumerated() {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             let fields = line.split(separator: ",").map { $0.trimmingCharactersInSet(" \t\r") }
             if fields.isEmpty || (fields.count == 1 && fields[0].isEmpty) { continue }

@@ -14,7 +14,8 @@ public struct RegionTable: Sendable, Equatable {
 
     /// Parses the CSV; the first line is the header. Errors name the line.
     public init(csv: String) throws(SwitchboardError) {
-        let lines = csv.split(separator: "\n", omittingEmptySubsequences: false)
+        // "\r\n" is one Character in Swift, so splitting on "\n" alone would not split CRLF files.
+        let lines = csv.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
         guard lines.first?.trimmingCharacters(in: "\r") == "code,name,kind,latitude,longitude" else {
             throw SwitchboardError(.invalidConfiguration, "region table: the first line must be code,name,kind,latitude,longitude")
         }
