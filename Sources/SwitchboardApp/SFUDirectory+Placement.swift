@@ -9,9 +9,8 @@ extension SFUDirectory {
             if let existing = placements[callID], let node = nodes[existing.sfu], node.state != .down { return existing }
             let now = clock.now()
             let resolved = hints.map(resolver.resolve)
-            let decision = PlacementEngine.decide(participants: resolved, nodes: Array(nodes.values), now: now, policy: policy)
-            guard let chosen = decision.chosen else {
-                metrics.failure(decision)
+            guard let chosen = PlacementEngine.choose(participants: resolved, nodes: Array(nodes.values), now: now, policy: policy) else {
+                metrics.failure(PlacementEngine.decide(participants: resolved, nodes: Array(nodes.values), now: now, policy: policy))
                 throw SwitchboardError(.unavailable, "no SFU can take this call (no_sfu_available)")
             }
             let record = PlacementRecord(callID: callID, sfu: chosen, locations: hints, assignedAt: wallClock(), reason: "placed")
@@ -86,9 +85,9 @@ extension SFUDirectory {
         var result: [Reassignment] = []
         for placement in placements.values.filter({ $0.sfu == dead }).sorted(by: { $0.callID < $1.callID }) {
             let resolved = placement.locations.map(resolver.resolve)
-            let decision = PlacementEngine.decide(participants: resolved, nodes: Array(candidates.values), now: now, policy: policy)
-            result.append(Reassignment(callID: placement.callID, from: dead, to: decision.chosen))
-            guard let chosen = decision.chosen else { continue }
+            let choice = PlacementEngine.choose(participants: resolved, nodes: Array(candidates.values), now: now, policy: policy)
+            result.append(Reassignment(callID: placement.callID, from: dead, to: choice))
+            guard let chosen = choice else { continue }
             candidates[chosen]?.pending += max(1, placement.locations.count)
             moves.append(PlacementRecord(callID: placement.callID, sfu: chosen, locations: placement.locations, assignedAt: wallClock(), reason: "failover"))
         }

@@ -155,7 +155,7 @@ for result in bursts {
 }
 print()
 print(
-    "**(4) Selection cost per call** (`PlacementEngine.decide` with every candidate explained; median of "
+    "**(4) Selection cost per call** (`PlacementEngine.choose`, the one-pass path placing uses; median of "
         + "\(options.costRuns) runs after a warm-up, ContinuousClock; healthy idle SFUs around the metros)")
 print()
 print("| SFUs | " + costSizes.map { "\($0) participant\($0 == 1 ? "" : "s") ns/call" }.joined(separator: " | ") + " | calls per run |")

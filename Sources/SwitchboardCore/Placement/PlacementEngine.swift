@@ -15,20 +15,43 @@ public enum PlacementEngine {
         return PlacementDecision(chosen: eligible.first?.sfu, candidates: eligible + rejected)
     }
 
+    /// The SFU ``decide(participants:nodes:now:policy:)`` would choose, in one pass without
+    /// building the explanation: what placing a call uses.
+    public static func choose(participants: [ResolvedLocation], nodes: [SFUNode], now: MonotonicTime, policy: PlacementPolicy) -> SFUID? {
+        let incoming = max(1, participants.count)
+        var best: (score: Double, key: UInt64, id: SFUID)?
+        for node in nodes where rejection(node, incoming: incoming, now: now, policy: policy) == nil {
+            let score = score(node, worstRTT: worstRTT(node, participants, policy), incoming: incoming, policy: policy)
+            let key = tieKey(node.id, seed: policy.seed)
+            if let current = best, (current.score, current.key, current.id) <= (score, key, node.id) { continue }
+            best = (score, key, node.id)
+        }
+        return best?.id
+    }
+
+    static func worstRTT(_ node: SFUNode, _ participants: [ResolvedLocation], _ policy: PlacementPolicy) -> Double {
+        guard !participants.isEmpty else { return policy.baseRTT }
+        var worst = 0.0
+        for participant in participants {
+            let rtt = participant.rtts[node.id] ?? policy.estimatedRTT(kilometers: participant.point.distanceKilometers(to: node.location))
+            worst = max(worst, rtt)
+        }
+        return worst
+    }
+
+    static func score(_ node: SFUNode, worstRTT: Double, incoming: Int, policy: PlacementPolicy) -> Double {
+        let utilization = Double(node.effectiveLoad + incoming) / Double(max(1, node.capacity))
+        return worstRTT * (1 + policy.loadWeight * utilization * utilization) / max(node.weight, 0.001)
+    }
+
     static func candidate(
         _ node: SFUNode, participants: [ResolvedLocation], incoming: Int, now: MonotonicTime, policy: PlacementPolicy
     ) -> PlacementCandidate {
-        var worstDistance = 0.0
-        var worstRTT = participants.isEmpty ? policy.baseRTT : 0
-        for participant in participants {
-            let distance = participant.point.distanceKilometers(to: node.location)
-            worstDistance = max(worstDistance, distance)
-            worstRTT = max(worstRTT, participant.rtts[node.id] ?? policy.estimatedRTT(kilometers: distance))
-        }
-        let capacity = max(1, node.capacity)
-        let utilization = Double(node.effectiveLoad + incoming) / Double(capacity)
+        let worstDistance = participants.map { $0.point.distanceKilometers(to: node.location) }.max() ?? 0
+        let worstRTT = worstRTT(node, participants, policy)
+        let utilization = Double(node.effectiveLoad + incoming) / Double(max(1, node.capacity))
         let rejection = rejection(node, incoming: incoming, now: now, policy: policy)
-        let score = rejection == nil ? worstRTT * (1 + policy.loadWeight * utilization * utilization) / max(node.weight, 0.001) : nil
+        let score = rejection == nil ? score(node, worstRTT: worstRTT, incoming: incoming, policy: policy) : nil
         return PlacementCandidate(
             sfu: node.id, url: node.url, region: node.region, worstDistanceKilometers: worstDistance, worstRTT: worstRTT,
             load: node.effectiveLoad, capacity: node.capacity, utilization: utilization, rejection: rejection, score: score)

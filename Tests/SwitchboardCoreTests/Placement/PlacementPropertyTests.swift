@@ -168,4 +168,15 @@ final class PlacementPropertyTests: XCTestCase {
             XCTAssertGreaterThan(refusals, 0, "world \(world): the burst must outgrow the table")
         }
     }
+
+    /// The one-pass `choose` that placing uses agrees with `decide` on every random world.
+    func test_theFastChoiceEqualsTheExplainedDecisionOnRandomWorlds() {
+        var random = SplitMix64(seed: 0x5EED_00FA)
+        for world in 0..<Self.worlds {
+            let w = randomWorld(&random)
+            XCTAssertEqual(
+                PlacementEngine.choose(participants: w.participants, nodes: w.nodes, now: w.now, policy: w.policy), decide(w).chosen,
+                "world \(world)")
+        }
+    }
 }
