@@ -75,11 +75,14 @@ extension SFUDirectory {
     /// token. A heartbeat brings a `down` SFU back to `active`; a draining one stays draining.
     public func heartbeat(_ id: SFUID, load: Int, credential: String?, isAdmin: Bool) throws(SwitchboardError) -> SFUView {
         try serially { () throws(SwitchboardError) -> SFUView in
-            guard var record = records[id], var node = nodes[id] else { throw SwitchboardError(.notFound, "no SFU \(id)") }
-            guard isAdmin || (record.secret.map { ConstantTime.equals(credential ?? "", $0) } ?? false) else {
-                throw SwitchboardError(.unauthenticated, "a valid SFU credential or the admin token is required")
+            // Without the admin token an unknown id looks like a wrong credential: ids are not revealed.
+            guard var record = records[id], var node = nodes[id] else {
+                throw isAdmin ? SwitchboardError(.notFound, "no SFU \(id)") : Self.badCredential
             }
-            guard load >= 0 else { throw SwitchboardError(.invalidRequest, "load must be ≥ 0") }
+            guard isAdmin || (record.secret.map { ConstantTime.equals(credential ?? "", $0) } ?? false) else { throw Self.badCredential }
+            guard (0...Self.maximumLoad).contains(load) else {
+                throw SwitchboardError(.invalidRequest, "load must be 0–\(Self.maximumLoad)")
+            }
             let now = clock.now()
             record.reportedLoad = load
             record.lastHeartbeatAt = wallClock()
@@ -93,6 +96,11 @@ extension SFUDirectory {
             return view
         }
     }
+
+    /// The largest load a heartbeat may report (capacity is at most 1,000,000).
+    public static let maximumLoad = 10_000_000
+
+    static let badCredential = SwitchboardError(.unauthenticated, "a valid SFU credential or the admin token is required")
 
     private func commit(_ record: SFURecord, node: SFUNode? = nil) throws(SwitchboardError) -> SFUView {
         do { try store.saveSFU(record) } catch { throw storeFailure(error) }

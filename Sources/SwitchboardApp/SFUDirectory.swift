@@ -74,7 +74,8 @@ public final class SFUDirectory: @unchecked Sendable {
         guard let location = record.location else { return nil }
         return SFUNode(
             id: record.id, url: record.url, region: record.region, location: location, capacity: record.capacity,
-            weight: record.weight, state: record.state, lastHeartbeat: nil, reportedLoad: record.reportedLoad)
+            weight: record.weight, state: record.state, lastHeartbeat: nil,
+            reportedLoad: min(max(0, record.reportedLoad), SFUDirectory.maximumLoad))
     }
 
     func isFresh(_ node: SFUNode, now: MonotonicTime) -> Bool {

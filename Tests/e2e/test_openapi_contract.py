@@ -12,7 +12,10 @@ One daemon (module scope) is started with an admin token on kernel-chosen loopba
 - the routes in the document must equal the routes registered in Sources/SwitchboardAdmin and
   the routes the server answers: any other path is 404.
 
-``POST /v1/drain`` turns readiness off for good, so it runs on a daemon of its own.
+``POST /v1/drain`` turns readiness off for good, so it runs on a daemon of its own. The location
+table (tag ``placement``: ``/v1/sfus…`` and ``/v1/placement/explain``) is shared mutable state, so
+schemathesis exercises those operations on another daemon, seeded with the SFUs the document's
+examples name, and the explicit tests that count SFUs or candidates start their own.
 """
 
 from __future__ import annotations
@@ -186,7 +189,12 @@ OPERATIONS = sorted(
     for method in item
     if method in {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 )
-SECURED = [(m, p) for m, p in OPERATIONS if RESOLVED["paths"][p][m.lower()].get("security", SPEC["security"])]
+ADMIN_TOKEN_ONLY = [{"bearerAuth": []}]
+SECURITY = {(m, p): RESOLVED["paths"][p][m.lower()].get("security", SPEC["security"]) for m, p in OPERATIONS}
+# Operations the router guards with the admin token. The heartbeat also takes the SFU's own secret and
+# checks it in its handler, after the body and the SFU id: it has tests of its own.
+SECURED = [operation for operation, security in SECURITY.items() if security == ADMIN_TOKEN_ONLY]
+HEARTBEAT = ("POST", "/v1/sfus/{id}/heartbeat")
 
 
 def _concrete(path: str) -> str:
@@ -292,8 +300,9 @@ def test_each_path_answers_exactly_its_documented_methods(admin: Admin, path: st
 UNKNOWN_PATHS = [
     "/", "/v1", "/v2/stats", "/v1/stat", "/v1/statsx", "/v1/Stats", "/healthz/x", "/readyz/x",
     "/metrics/x", "/v1/peers/a/b", "/v1/log-level/x", "/v1/drain/x", "/v1/audit/1", "/admin",
-    "/peerjs", "/peerjs/id", "/openapi.yaml", "/v1/connections", "/v1/calls", "/v1/sfus",
-    "/v1/tokens", "/v1/placement/explain",
+    "/peerjs", "/peerjs/id", "/openapi.yaml", "/v1/connections", "/v1/calls", "/v1/tokens",
+    "/v1/sfu", "/v1/SFUs", "/v1/sfus/a/b", "/v1/sfus/a/drain/x", "/v1/sfus/a/heartbeat/x",
+    "/v1/placement", "/v1/placement/explain/x", "/v1/placement/sfus",
 ]
 
 
@@ -326,6 +335,14 @@ def test_secured_operations_refuse_a_missing_or_wrong_token(admin: Admin, method
         assert reply.json()["error"]["code"] == "unauthenticated"
         assert reply.headers.get("www-authenticate") == "Bearer"
         assert_conforms(method, path, reply)
+
+
+def test_every_operation_has_a_known_security_requirement() -> None:
+    """Admin token, nothing (/healthz), or the heartbeat's SFU secret or admin token; nothing else."""
+    public = {operation for operation, security in SECURITY.items() if security == []}
+    other = {operation: security for operation, security in SECURITY.items() if security not in ([], ADMIN_TOKEN_ONLY)}
+    assert public == {("GET", "/healthz")}
+    assert other == {HEARTBEAT: [{"sfuSecret": []}, {"bearerAuth": []}]}
 
 
 def test_healthz_needs_no_token(admin: Admin) -> None:
@@ -364,7 +381,7 @@ def test_health_readiness_metrics_stats(admin: Admin) -> None:
 @pytest.mark.parametrize(
     "query", ["limit=0", "limit=1001", "limit=-1", "limit=abc", "limit=", "limit=1.5", "limit"]
 )
-@pytest.mark.parametrize("path", ["/v1/peers", "/v1/audit"])
+@pytest.mark.parametrize("path", ["/v1/peers", "/v1/audit", "/v1/sfus"])
 def test_bad_limits_are_400(admin: Admin, path: str, query: str) -> None:
     reply = admin.call("GET", f"{path}?{query}")
     assert reply.status == 400, reply
@@ -481,6 +498,408 @@ def test_audit_pagination(admin: Admin) -> None:
     assert walked == ids
 
 
+# --- SFUs and placement ------------------------------------------------------------------
+
+STALE_AFTER_MS = 3_600_000  # placement.stale_after_ms for placement_admin: no SFU turns `down` mid-test
+SFU_VIEW_KEYS = set(RESOLVED["components"]["schemas"]["SFU"]["properties"])
+CANDIDATE_SCHEMA = RESOLVED["components"]["schemas"]["PlacementCandidate"]
+
+
+@pytest.fixture
+def placement_admin(tmp_path: Path):
+    """A daemon of its own, so the location table holds exactly what the test put in it."""
+    daemon = _start(tmp_path, {"SWITCHBOARD_PLACEMENT_STALE_AFTER_MS": str(STALE_AFTER_MS)})
+    try:
+        yield daemon
+    finally:
+        _stop(daemon.process, daemon.output)
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+def _sfu(sfu_id: str, **fields) -> dict:
+    """A valid ``NewSFU`` body, located by region ``fra`` unless ``fields`` say otherwise."""
+    return {"id": sfu_id, "url": f"wss://{sfu_id}.example.net/ws", "region": "fra", "capacity": 100, **fields}
+
+
+def _json(value) -> bytes:
+    return json.dumps(value).encode()
+
+
+def _post_sfu(admin: Admin, body: dict) -> dict:
+    reply = admin.call("POST", "/v1/sfus", body=_json(body))
+    assert reply.status == 201, reply
+    assert_conforms("POST", "/v1/sfus", reply)
+    return reply.json()
+
+
+def _heartbeat(admin: Admin, sfu_id: str, load: int, token: str | None = "") -> Reply:
+    reply = admin.call("POST", f"/v1/sfus/{sfu_id}/heartbeat", token=token, body=_json({"load": load}))
+    assert_conforms(*HEARTBEAT, reply)
+    return reply
+
+
+def _latest_audit(admin: Admin) -> dict:
+    reply = admin.call("GET", "/v1/audit?limit=1")
+    assert_conforms("GET", "/v1/audit", reply)
+    return reply.json()["entries"][0]
+
+
+def _delete_sfu(admin: Admin, sfu_id: str) -> None:
+    assert admin.call("DELETE", f"/v1/sfus/{sfu_id}").status == 200
+
+
+def test_sfu_post_get_put_delete_round_trip(admin: Admin) -> None:
+    sfu_id, secret = _unique("round-trip"), secrets.token_urlsafe(18)
+    created = _post_sfu(admin, _sfu(sfu_id, region="FRA", capacity=500, secret=secret, unknown_key=1))
+    assert set(created) == SFU_VIEW_KEYS - {"last_heartbeat_at"}
+    located = {key: created[key] for key in ("latitude", "longitude")}
+    assert abs(located["latitude"] - 50.11) < 0.1 and abs(located["longitude"] - 8.68) < 0.1, located  # fra
+    assert created == {
+        "id": sfu_id, "url": f"wss://{sfu_id}.example.net/ws", "region": "fra", "capacity": 500, "weight": 1,
+        "state": "active", "load": 0, "pending": 0, "fresh": False, "calls": 0, "has_secret": True, **located,
+    }
+    audit = _latest_audit(admin)
+    assert (audit["action"], audit["target"]) == ("sfu.create", sfu_id)
+
+    got = admin.call("GET", f"/v1/sfus/{sfu_id}")
+    assert got.status == 200, got
+    assert_conforms("GET", "/v1/sfus/{id}", got)
+    assert secret.encode() not in got.body
+    assert got.json()["has_secret"] is True and got.json()["region"] == "fra" and got.json()["capacity"] == 500
+
+    replacement = {"id": sfu_id, "url": "ws://10.0.0.7:7880/", "latitude": -33.8688, "longitude": 151.2093,
+                   "capacity": 800, "weight": 2.5}
+    put = admin.call("PUT", f"/v1/sfus/{sfu_id}", body=_json(replacement))
+    assert put.status == 200, put
+    assert_conforms("PUT", "/v1/sfus/{id}", put)
+    assert put.json() == {
+        "id": sfu_id, "url": "ws://10.0.0.7:7880/", "latitude": -33.8688, "longitude": 151.2093, "capacity": 800,
+        "weight": 2.5, "state": "active", "load": 0, "pending": 0, "fresh": False, "calls": 0, "has_secret": False,
+    }, "PUT replaces the definition whole: region and secret are gone"
+    audit = _latest_audit(admin)
+    assert (audit["action"], audit["target"]) == ("sfu.replace", sfu_id)
+    again = admin.call("GET", f"/v1/sfus/{sfu_id}")
+    assert again.status == 200 and again.json() == put.json()
+    listed = admin.call("GET", "/v1/sfus?limit=1000")
+    assert_conforms("GET", "/v1/sfus", listed)
+    assert put.json() in listed.json()["sfus"]
+
+    deleted = admin.call("DELETE", f"/v1/sfus/{sfu_id}")
+    assert deleted.status == 200, deleted
+    assert_conforms("DELETE", "/v1/sfus/{id}", deleted)
+    body = deleted.json()
+    assert (body["deleted"], body["reassigned"]) == (sfu_id, [])
+    audit = _latest_audit(admin)
+    assert (audit["id"], audit["action"], audit["target"], audit["detail"]) == (
+        body["audit_id"], "sfu.delete", sfu_id, "0 calls moved")
+    for method in ("GET", "DELETE"):
+        gone = admin.call(method, f"/v1/sfus/{sfu_id}")
+        assert gone.status == 404, gone
+        assert_conforms(method, "/v1/sfus/{id}", gone)
+        assert gone.json()["error"]["code"] == "not_found"
+
+
+def test_posting_an_existing_sfu_is_409_and_changes_nothing(admin: Admin) -> None:
+    sfu_id = _unique("dup")
+    first = _post_sfu(admin, _sfu(sfu_id, capacity=10))
+    for body in (_sfu(sfu_id, capacity=20), _sfu(sfu_id, capacity=10)):
+        reply = admin.call("POST", "/v1/sfus", body=_json(body))
+        assert reply.status == 409, reply
+        assert_conforms("POST", "/v1/sfus", reply)
+        assert reply.json()["error"]["code"] == "conflict"
+    assert admin.call("GET", f"/v1/sfus/{sfu_id}").json() == first
+    _delete_sfu(admin, sfu_id)
+
+
+def test_put_creates_an_sfu_and_its_id_must_match_the_path(admin: Admin) -> None:
+    sfu_id = _unique("put")
+    for body in ({**_sfu("other-id")}, {**_sfu(sfu_id), "id": 5}):
+        reply = admin.call("PUT", f"/v1/sfus/{sfu_id}", body=_json(body))
+        assert reply.status == 400, reply
+        assert_conforms("PUT", "/v1/sfus/{id}", reply)
+    assert admin.call("GET", f"/v1/sfus/{sfu_id}").status == 404
+    body = _sfu(sfu_id)
+    del body["id"]
+    created = admin.call("PUT", f"/v1/sfus/{sfu_id}", body=_json(body))
+    assert created.status == 200, created
+    assert_conforms("PUT", "/v1/sfus/{id}", created)
+    assert created.json()["id"] == sfu_id
+    same = admin.call("PUT", f"/v1/sfus/{sfu_id}", body=_json({**body, "id": sfu_id, "capacity": 7}))
+    assert same.status == 200 and same.json()["capacity"] == 7
+    _delete_sfu(admin, sfu_id)
+
+
+BAD_SFU_BODIES = {
+    "empty": b"",
+    "not json": b"nope",
+    "array": b"[]",
+    "empty object": b"{}",
+    "no id": _json({k: v for k, v in _sfu("x").items() if k != "id"}),
+    "null id": _json(_sfu(None)),
+    "id with a space": _json(_sfu("a b")),
+    "id of 65": _json(_sfu("x" * 65)),
+    "id not a string": _json(_sfu(5)),
+    "no url": _json({k: v for k, v in _sfu("bad-1").items() if k != "url"}),
+    "http url": _json({**_sfu("bad-1"), "url": "http://sfu.example.net"}),
+    "url of 2049": _json({**_sfu("bad-1"), "url": "ws://" + "x" * 2044}),
+    "no capacity": _json({k: v for k, v in _sfu("bad-1").items() if k != "capacity"}),
+    "capacity 0": _json(_sfu("bad-1", capacity=0)),
+    "capacity 1000001": _json(_sfu("bad-1", capacity=1_000_001)),
+    "capacity 1.5": _json(_sfu("bad-1", capacity=1.5)),
+    "capacity string": _json(_sfu("bad-1", capacity="5")),
+    "weight 0": _json(_sfu("bad-1", weight=0)),
+    "weight 100.5": _json(_sfu("bad-1", weight=100.5)),
+    "latitude 91": _json(_sfu("bad-1", region=None, latitude=91, longitude=0)),
+    "longitude -181": _json(_sfu("bad-1", region=None, latitude=0, longitude=-181)),
+    "latitude alone": _json(_sfu("bad-1", region=None, latitude=10)),
+    "no location": _json(_sfu("bad-1", region=None)),
+    "unknown region": _json(_sfu("bad-1", region="atlantis")),
+    "region not a string": _json(_sfu("bad-1", region=5)),
+    "secret of 15": _json(_sfu("bad-1", secret="x" * 15)),
+}
+
+
+@pytest.mark.parametrize("body", BAD_SFU_BODIES.values(), ids=BAD_SFU_BODIES.keys())
+def test_bad_sfu_definitions_are_400(admin: Admin, body: bytes) -> None:
+    reply = admin.call("POST", "/v1/sfus", body=body)
+    assert reply.status == 400, reply
+    assert reply.json()["error"]["code"] == "invalid_request"
+    assert_conforms("POST", "/v1/sfus", reply)
+    assert admin.call("GET", "/v1/sfus/bad-1").status == 404
+
+
+GOOD_SFU_EDGES = {
+    "smallest": {"capacity": 1, "weight": 0.01, "secret": "s" * 16},
+    "largest": {"capacity": 1_000_000, "weight": 100},
+    "integral float capacity": {"capacity": 5.0},
+    "corner coordinates": {"region": None, "latitude": -90, "longitude": 180},
+    "nulls": {"weight": None, "secret": None, "latitude": None},
+    "region label with coordinates": {"region": "Anywhere", "latitude": 1.5, "longitude": 2.5},
+}
+
+
+@pytest.mark.parametrize("fields", GOOD_SFU_EDGES.values(), ids=GOOD_SFU_EDGES.keys())
+def test_sfu_definitions_at_the_bounds_are_accepted(admin: Admin, fields: dict) -> None:
+    sfu_id = _unique("edge")
+    created = _post_sfu(admin, _sfu(sfu_id, **fields))
+    for key in ("capacity", "weight", "latitude", "longitude"):
+        if fields.get(key) is not None:
+            assert created[key] == fields[key]
+    if fields.get("region"):
+        assert created["region"] == fields["region"].lower()
+    assert created["has_secret"] is bool(fields.get("secret"))
+    _delete_sfu(admin, sfu_id)
+
+
+@pytest.mark.parametrize("raw_id", ["a%20b", "x" * 65, "%C3%A9"])
+@pytest.mark.parametrize(("method", "path"), [
+    ("GET", "/v1/sfus/{id}"), ("PUT", "/v1/sfus/{id}"), ("DELETE", "/v1/sfus/{id}"),
+    ("POST", "/v1/sfus/{id}/drain"), HEARTBEAT,
+])
+def test_invalid_sfu_ids_in_the_path_are_400(admin: Admin, method: str, path: str, raw_id: str) -> None:
+    body = _json({"load": 1}) if path == HEARTBEAT[1] else _json(_sfu("x")) if method == "PUT" else None
+    reply = admin.call(method, path.replace("{id}", raw_id), body=body)
+    assert reply.status == 400, reply
+    assert_conforms(method, path, reply)
+
+
+def test_heartbeat_takes_the_sfu_secret_or_the_admin_token(admin: Admin) -> None:
+    sfu_id, other_id, bare_id = _unique("beat"), _unique("beat-other"), _unique("beat-bare")
+    secret, other_secret = secrets.token_urlsafe(18), secrets.token_urlsafe(18)
+    _post_sfu(admin, _sfu(sfu_id, secret=secret))
+    _post_sfu(admin, _sfu(other_id, secret=other_secret))
+    _post_sfu(admin, _sfu(bare_id))
+    audit_before = _latest_audit(admin)["id"]
+
+    refused = {
+        "none": {},
+        "wrong": {"Authorization": "Bearer " + "x" * len(secret)},
+        "another SFU's secret": {"Authorization": f"Bearer {other_secret}"},
+        "prefix": {"Authorization": f"Bearer {secret[:-1]}"},
+        "lower-case scheme": {"Authorization": f"bearer {secret}"},
+        "basic": {"Authorization": f"Basic {secret}"},
+        "empty": {"Authorization": "Bearer "},
+    }
+    for case, headers in refused.items():
+        reply = admin.call("POST", f"/v1/sfus/{sfu_id}/heartbeat", token=None, body=b'{"load":7}', headers=headers)
+        assert reply.status == 401, f"{case}: {reply.status} {reply.body!r}"
+        assert reply.json()["error"]["code"] == "unauthenticated"
+        assert_conforms(*HEARTBEAT, reply)
+    untouched = admin.call("GET", f"/v1/sfus/{sfu_id}").json()
+    assert (untouched["load"], untouched["fresh"], "last_heartbeat_at" in untouched) == (0, False, False)
+
+    accepted = _heartbeat(admin, sfu_id, 7, token=secret)
+    assert accepted.status == 200, accepted
+    view = accepted.json()
+    assert (view["id"], view["load"], view["pending"], view["fresh"], view["state"]) == (sfu_id, 7, 0, True, "active")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", view["last_heartbeat_at"])
+    assert admin.call("GET", f"/v1/sfus/{sfu_id}").json() == view
+    assert _heartbeat(admin, sfu_id, 8).json()["load"] == 8  # the admin token
+    assert _heartbeat(admin, sfu_id, 9.0, token=secret).json()["load"] == 9  # an integral number
+
+    # An SFU without a secret: the admin token only.
+    assert _heartbeat(admin, bare_id, 1, token=secret).status == 401
+    assert _heartbeat(admin, bare_id, 1, token=None).status == 401
+    assert _heartbeat(admin, bare_id, 1).status == 200
+
+    # The documented order: body, then credential (an unknown id looks like a wrong credential
+    # unless the admin token is presented, so ids are not revealed), then the load's range.
+    assert _heartbeat(admin, "no-such-sfu", 1, token=None).status == 401
+    assert _heartbeat(admin, "no-such-sfu", 1).status == 404
+    for body in (b"", b"{}", b'{"load":"1"}', b'{"load":1.5}', b'{"load":null}', b'{"load":99999999999999999999}'):
+        reply = admin.call("POST", f"/v1/sfus/{sfu_id}/heartbeat", token=None, body=body)
+        assert reply.status == 400, (body, reply)
+        assert_conforms(*HEARTBEAT, reply)
+    assert _heartbeat(admin, sfu_id, -1, token=None).status == 401
+    negative = _heartbeat(admin, sfu_id, -1, token=secret)
+    assert negative.status == 400 and negative.json()["error"]["message"] == "load must be 0–10000000"
+
+    assert _latest_audit(admin)["id"] == audit_before, "heartbeats are not audited"
+    for sfu in (sfu_id, other_id, bare_id):
+        _delete_sfu(admin, sfu)
+
+
+def test_drain_keeps_an_sfu_draining_and_is_audited(admin: Admin) -> None:
+    sfu_id = _unique("drain")
+    _post_sfu(admin, _sfu(sfu_id, capacity=50))
+    assert _heartbeat(admin, sfu_id, 4).status == 200
+    for _ in range(2):
+        reply = admin.call("POST", f"/v1/sfus/{sfu_id}/drain")
+        assert reply.status == 200, reply
+        assert_conforms("POST", "/v1/sfus/{id}/drain", reply)
+        assert (reply.json()["state"], reply.json()["load"], reply.json()["fresh"]) == ("draining", 4, True)
+        audit = _latest_audit(admin)
+        assert (audit["action"], audit["target"]) == ("sfu.drain", sfu_id)
+    assert _heartbeat(admin, sfu_id, 5).json()["state"] == "draining"
+    put = admin.call("PUT", f"/v1/sfus/{sfu_id}", body=_json(_sfu(sfu_id, capacity=60)))
+    assert (put.json()["state"], put.json()["load"], put.json()["capacity"]) == ("draining", 5, 60)
+    _delete_sfu(admin, sfu_id)
+    missing = admin.call("POST", f"/v1/sfus/{sfu_id}/drain")
+    assert missing.status == 404
+    assert_conforms("POST", "/v1/sfus/{id}/drain", missing)
+
+
+def test_sfu_list_pagination(placement_admin: Admin) -> None:
+    ids = ["sfu-c", "sfu-a", "sfu-e", "sfu-b", "sfu-d"]
+    for sfu_id in ids:
+        _post_sfu(placement_admin, _sfu(sfu_id))
+    seen, cursor = [], None
+    for _ in range(len(ids) + 1):
+        reply = placement_admin.call("GET", "/v1/sfus?limit=2" + (f"&cursor={quote(cursor)}" if cursor else ""))
+        assert reply.status == 200, reply
+        assert_conforms("GET", "/v1/sfus", reply)
+        page = reply.json()
+        assert len(page["sfus"]) <= 2
+        seen += [sfu["id"] for sfu in page["sfus"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+        assert cursor == seen[-1]
+    assert seen == sorted(ids)
+    assert [s["id"] for s in placement_admin.call("GET", "/v1/sfus?cursor=sfu-b").json()["sfus"]] == ["sfu-c", "sfu-d", "sfu-e"]
+    assert placement_admin.call("GET", "/v1/sfus?cursor=zzz").json() == {"sfus": [], "next_cursor": None}
+    assert placement_admin.call("GET", "/v1/sfus?limit=5").json()["next_cursor"] is None
+
+
+def test_explain_evaluates_every_sfu(placement_admin: Admin) -> None:
+    admin = placement_admin
+    _post_sfu(admin, _sfu("near", region="cdg", capacity=100))
+    _post_sfu(admin, _sfu("far", region=None, latitude=-33.8688, longitude=151.2093, capacity=100, weight=2))
+    _post_sfu(admin, _sfu("silent", region="ams"))  # never sends a heartbeat
+    _post_sfu(admin, _sfu("drained", region="fra"))
+    _post_sfu(admin, _sfu("packed", region="fra", capacity=6))
+    for sfu_id, load in (("near", 10), ("far", 0), ("drained", 0), ("packed", 2)):
+        assert _heartbeat(admin, sfu_id, load).status == 200
+    assert admin.call("POST", "/v1/sfus/drained/drain").status == 200
+    before = admin.call("GET", "/v1/sfus").json()
+
+    participants = [
+        {"region": "FRA"},
+        {"latitude": 48.8566, "longitude": 2.3522, "ignored": True},
+        {"rtt": {"far": 300.5, "unknown-sfu": 5, "not an id": 3, "near": 5000}, "region": "cdg"},
+        {"ip": "192.0.2.1"},
+        {"latitude": 91, "longitude": 0},
+    ]
+    reply = admin.call("POST", "/v1/placement/explain", body=_json({"participants": participants, "extra": 1}))
+    assert reply.status == 200, reply
+    assert_conforms("POST", "/v1/placement/explain", reply)
+    explanation = reply.json()
+    assert set(explanation) == {"chosen", "participants", "candidates"}, "call_id and current are left out"
+    assert [(p["source"], p["measured_rtts"]) for p in explanation["participants"]] == [
+        ("region", 0), ("coordinates", 0), ("rtt", 2), ("default", 0), ("default", 0)]
+    assert (explanation["participants"][1]["latitude"], explanation["participants"][1]["longitude"]) == (48.8566, 2.3522)
+
+    candidates = explanation["candidates"]
+    assert sorted(c["sfu"] for c in candidates) == ["drained", "far", "near", "packed", "silent"]
+    for candidate in candidates:
+        _validate(CANDIDATE_SCHEMA, candidate)
+        assert set(CANDIDATE_SCHEMA["required"]) <= set(candidate) <= set(CANDIDATE_SCHEMA["properties"])
+        assert ("score" in candidate) != ("rejected" in candidate), candidate
+        assert ("region" in candidate) == (candidate["sfu"] != "far"), candidate
+    by_id = {c["sfu"]: c for c in candidates}
+    assert {sfu: c.get("rejected") for sfu, c in by_id.items()} == {
+        "near": None, "far": None, "silent": "stale", "drained": "draining", "packed": "full"}
+    # Eligible ones best first, then rejected ones by id.
+    assert [c["sfu"] for c in candidates] == ["near", "far", "drained", "packed", "silent"]
+    assert explanation["chosen"] == "near"
+    assert candidates[0]["score"] < candidates[1]["score"]
+    near, far, packed = by_id["near"], by_id["far"], by_id["packed"]
+    assert (near["url"], near["region"], near["load"], near["capacity"], near["utilization"]) == (
+        "wss://near.example.net/ws", "cdg", 10, 100, 0.15)
+    assert far["worst_rtt_ms"] >= 300.5 and far["worst_distance_km"] > 15000
+    assert (packed["load"], packed["capacity"], packed["utilization"]) == (2, 6, round(7 / 6, 3))
+    assert by_id["silent"]["load"] == 0 and "score" not in by_id["silent"]
+
+    assert admin.call("GET", "/v1/sfus").json() == before, "explain changes nothing"
+    nobody = admin.call("POST", "/v1/placement/explain", body=_json({"participants": []}))
+    assert nobody.status == 200, nobody
+    assert_conforms("POST", "/v1/placement/explain", nobody)
+    assert nobody.json()["participants"] == []
+    assert {(c["worst_distance_km"], c["worst_rtt_ms"]) for c in nobody.json()["candidates"]} == {(0, 2)}
+    hundred = admin.call("POST", "/v1/placement/explain", body=_json({"participants": [{}] * 100}))
+    assert hundred.status == 200, hundred
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [(b"", 400), (b"[]", 400), (b"{}", 400), (b'{"call_id":null,"participants":null}', 400),
+     (b'{"participants":{}}', 400), (b'{"participants":[null]}', 400), (b'{"participants":[{"rtt":{"a":"1"}}]}', 400),
+     (b'{"call_id":5}', 400), (_json({"participants": [{}] * 101}), 400), (b'{"call_id":"room:nobody"}', 404),
+     (b'{"call_id":"room:nobody","participants":[]}', 404)],
+    ids=["empty", "array", "neither", "nulls", "participants object", "null participant", "rtt string",
+         "call_id number", "101 participants", "unknown call", "unknown call with participants"],
+)
+def test_bad_explain_requests(admin: Admin, body: bytes, status: int) -> None:
+    reply = admin.call("POST", "/v1/placement/explain", body=body)
+    assert reply.status == status, reply
+    assert_conforms("POST", "/v1/placement/explain", reply)
+
+
+def test_a_huge_heartbeat_load_does_not_crash_placement(tmp_path: Path) -> None:
+    daemon = _start(tmp_path)
+    try:
+        _post_sfu(daemon, _sfu("huge"))
+        beat = daemon.call("POST", "/v1/sfus/huge/heartbeat", body=_json({"load": 2**63 - 1}))
+        assert beat.status == 400, beat
+        assert daemon.call("POST", "/v1/sfus/huge/heartbeat", body=_json({"load": 10_000_000})).status == 200
+        try:
+            reply = daemon.call("POST", "/v1/placement/explain", body=_json({"participants": [{}]}))
+        except (http.client.HTTPException, OSError) as error:
+            daemon.output.finished.wait(timeout=READY_TIMEOUT_S)
+            tail = [line for line in daemon.output.text().splitlines() if "runtime failure" in line]
+            pytest.fail(f"explain got no answer ({error!r}); daemon exit {daemon.process.poll()}: {tail}")
+        assert reply.status == 200, reply
+        assert daemon.process.poll() is None
+    finally:
+        if daemon.process.poll() is None:
+            _stop(daemon.process, daemon.output)
+        else:
+            daemon.output.finished.wait(timeout=READY_TIMEOUT_S)
+
+
 def test_drain_turns_readiness_off_and_is_audited(fresh_admin: Admin) -> None:
     reply = fresh_admin.call("POST", "/v1/drain", token="")
     assert reply.status == 202, reply
@@ -532,6 +951,7 @@ def test_unknown_methods_get_a_json_405(admin: Admin, method: str) -> None:
 # --- schemathesis ------------------------------------------------------------------------
 
 CALLS: dict[tuple[str, str], int] = {}  # schemathesis cases per operation, for the last test
+STATUSES: dict[tuple[str, str], set[int]] = {}  # and the statuses they got
 MAX_EXAMPLES = 25  # per operation and phase; the whole run takes seconds on loopback
 CHECKS = [
     not_a_server_error,
@@ -543,47 +963,113 @@ CHECKS = [
     ignored_auth,
     unsupported_method,
 ]
+# The location table and placement operations (tag `placement`) change shared state: schemathesis
+# creates, replaces, drains and deletes SFUs. They run on a daemon of their own, placement_fuzz_admin.
+PLACEMENT_TAG = "placement"
+# The SFUs placement_fuzz_admin starts with: the ids the document's examples use, so the examples
+# and coverage phases address existing SFUs too (the first two heartbeat, the last never does).
+FUZZ_SFUS = [
+    {"id": "sfu-fra-1", "url": "wss://sfu-fra-1.example.net/ws", "region": "fra", "capacity": 500,
+     "secret": "4f0c2d7e9a1b3c5d"},
+    {"id": "sfu-iad-1", "url": "wss://sfu-iad-1.example.net/ws", "latitude": 38.95, "longitude": -77.45,
+     "capacity": 200, "weight": 2},
+    {"id": "sfu-ams-1", "url": "ws://10.0.0.5:7880", "region": "ams", "capacity": 100},
+]
 
 
-@pytest.fixture(scope="module")
-def admin_schema(admin: Admin):
-    config = schemathesis.Config.from_dict(
+NEGATIVE_STATUSES = [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429, "5xx"]  # schemathesis's, and 413
+
+
+def _schema_config(daemon: Admin) -> schemathesis.Config:
+    return schemathesis.Config.from_dict(
         {
-            "base-url": admin.base_url,
-            "headers": admin.auth,
+            "base-url": daemon.base_url,
+            "headers": daemon.auth,
             "request-timeout": REQUEST_TIMEOUT_S,
             "generation": {"max-examples": MAX_EXAMPLES},
             # lws answers methods it does not know (TRACE, QUERY) itself with a 403 HTML page;
             # see test_unknown_methods_get_a_json_405. Probe the ones it parses.
             "phases": {"coverage": {"unexpected-methods": ["get", "put", "post", "delete", "patch", "options"]}},
+            # Invalid bodies past transport.max_request_body_bytes (e.g. more than 100 participants
+            # with large hints) are refused with the documented 413 before they are parsed.
+            "checks": {"negative_data_rejection": {"expected-statuses": NEGATIVE_STATUSES}},
         }
     )
-    return schemathesis.openapi.from_path(SPEC_PATH, config=config)
 
+
+@pytest.fixture(scope="module")
+def admin_schema(admin: Admin):
+    return schemathesis.openapi.from_path(SPEC_PATH, config=_schema_config(admin))
+
+
+@pytest.fixture(scope="module")
+def placement_fuzz_admin(tmp_path_factory: pytest.TempPathFactory):
+    # The default body cap (64 KiB), so that definitions up to the documented url length fit.
+    daemon = _start(tmp_path_factory.mktemp("placement-fuzz"), {"SWITCHBOARD_TRANSPORT_MAX_REQUEST_BODY_BYTES": "65536"})
+    try:
+        for body in FUZZ_SFUS:
+            _post_sfu(daemon, body)
+        for body in FUZZ_SFUS[:2]:
+            assert _heartbeat(daemon, body["id"], 3).status == 200
+        yield daemon
+    finally:
+        _stop(daemon.process, daemon.output)
+
+
+@pytest.fixture(scope="module")
+def placement_schema(placement_fuzz_admin: Admin):
+    return schemathesis.openapi.from_path(SPEC_PATH, config=_schema_config(placement_fuzz_admin))
+
+
+def _run(case, daemon: Admin) -> None:
+    operation = (case.operation.method.upper(), case.operation.path)
+    CALLS[operation] = CALLS.get(operation, 0) + 1
+    response = case.call_and_validate(base_url=daemon.base_url, headers=daemon.auth, checks=CHECKS, timeout=REQUEST_TIMEOUT_S)
+    STATUSES.setdefault(operation, set()).add(response.status_code)
+
+
+SCHEMATHESIS_SETTINGS = settings(
+    max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None
+)
 
 # Drain is one-way (readiness stays off); it has its own daemon above. (Filters must be set on
 # the lazy schema: the fixture's own filters are not used.)
-lazy_schema = schemathesis.pytest.from_fixture("admin_schema").exclude(method="POST", path="/v1/drain")
+lazy_schema = (
+    schemathesis.pytest.from_fixture("admin_schema").exclude(method="POST", path="/v1/drain").exclude(tag=PLACEMENT_TAG)
+)
+lazy_placement_schema = schemathesis.pytest.from_fixture("placement_schema").include(tag=PLACEMENT_TAG)
 
 
 @lazy_schema.parametrize()
-@settings(
-    max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None
-)
+@SCHEMATHESIS_SETTINGS
 def test_schemathesis(case, admin: Admin) -> None:
-    operation = (case.operation.method.upper(), case.operation.path)
-    CALLS[operation] = CALLS.get(operation, 0) + 1
-    case.call_and_validate(base_url=admin.base_url, headers=admin.auth, checks=CHECKS, timeout=REQUEST_TIMEOUT_S)
+    _run(case, admin)
 
 
-def test_schemathesis_exercised_every_operation(admin: Admin) -> None:
+@lazy_placement_schema.parametrize()
+@SCHEMATHESIS_SETTINGS
+def test_schemathesis_placement(case, placement_fuzz_admin: Admin) -> None:
+    # Cases run operation by operation, so the DELETE cases would leave no SFU for the later ones to
+    # address: put back a starting SFU this case names if it is gone.
+    seed = next((body for body in FUZZ_SFUS if body["id"] == (case.path_parameters or {}).get("id")), None)
+    if seed and placement_fuzz_admin.call("GET", f"/v1/sfus/{seed['id']}").status == 404:
+        _post_sfu(placement_fuzz_admin, seed)
+    _run(case, placement_fuzz_admin)
+
+
+def test_schemathesis_exercised_every_operation(admin: Admin, placement_fuzz_admin: Admin) -> None:
     """Guards against a filter or a config change that silently generates nothing, or drains."""
     if not CALLS:
         pytest.skip("test_schemathesis did not run in this session")
     assert admin.call("GET", "/readyz").status == 200, "the shared daemon was drained"
+    assert placement_fuzz_admin.call("GET", "/readyz").status == 200, "the placement daemon is not ready"
     expected = set(OPERATIONS) - ONE_WAY
     print("schemathesis cases per operation:", dict(sorted(CALLS.items())))
+    print("statuses per operation:", {op: sorted(codes) for op, codes in sorted(STATUSES.items())})
     assert set(CALLS) == expected
     # Operations without parameters have only a handful of distinct cases; the others get many.
     assert all(count >= (10 if "parameters" in RESOLVED["paths"][path][method.lower()] or method == "PUT" else 3)
                for (method, path), count in CALLS.items()), CALLS
+    # Every placement operation succeeded at least once, not only refused bad input.
+    placement = {op for op in expected if PLACEMENT_TAG in RESOLVED["paths"][op[1]][op[0].lower()]["tags"]}
+    assert {op for op in placement if not any(200 <= code < 300 for code in STATUSES.get(op, ()))} == set(), STATUSES

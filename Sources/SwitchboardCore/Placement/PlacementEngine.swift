@@ -40,7 +40,7 @@ public enum PlacementEngine {
     }
 
     static func score(_ node: SFUNode, worstRTT: Double, incoming: Int, policy: PlacementPolicy) -> Double {
-        let utilization = Double(node.effectiveLoad + incoming) / Double(max(1, node.capacity))
+        let utilization = Double(node.effectiveLoad.addingSaturating(incoming)) / Double(max(1, node.capacity))
         return worstRTT * (1 + policy.loadWeight * utilization * utilization) / max(node.weight, 0.001)
     }
 
@@ -49,7 +49,7 @@ public enum PlacementEngine {
     ) -> PlacementCandidate {
         let worstDistance = participants.map { $0.point.distanceKilometers(to: node.location) }.max() ?? 0
         let worstRTT = worstRTT(node, participants, policy)
-        let utilization = Double(node.effectiveLoad + incoming) / Double(max(1, node.capacity))
+        let utilization = Double(node.effectiveLoad.addingSaturating(incoming)) / Double(max(1, node.capacity))
         let rejection = rejection(node, incoming: incoming, now: now, policy: policy)
         let score = rejection == nil ? score(node, worstRTT: worstRTT, incoming: incoming, policy: policy) : nil
         return PlacementCandidate(
@@ -64,7 +64,7 @@ public enum PlacementEngine {
         case .active: break
         }
         guard let heartbeat = node.lastHeartbeat, now.since(heartbeat) <= policy.staleAfter else { return .stale }
-        guard node.effectiveLoad + incoming <= node.capacity else { return .full }
+        guard node.effectiveLoad.addingSaturating(incoming) <= node.capacity else { return .full }
         return nil
     }
 

@@ -2,9 +2,10 @@
 public struct SFUID: Hashable, Sendable, Comparable, Codable, CustomStringConvertible {
     public let rawValue: String
 
-    /// `nil` unless 1–64 characters of letters, digits, `.`, `_` or `-`.
+    /// `nil` unless 1–64 characters of letters, digits, `.`, `_` or `-`, starting with a letter
+    /// or digit (so `.` and `..` never name an SFU in a URL path).
     public init?(_ rawValue: String) {
-        guard (1...64).contains(rawValue.utf8.count),
+        guard (1...64).contains(rawValue.utf8.count), rawValue.utf8.first?.isASCIIAlphanumeric == true,
             rawValue.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") })
         else { return nil }
         self.rawValue = rawValue

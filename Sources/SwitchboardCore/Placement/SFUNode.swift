@@ -45,5 +45,13 @@ public struct SFUNode: Sendable, Equatable {
     }
 
     /// Load the placement counts: reported plus pending.
-    public var effectiveLoad: Int { reportedLoad + pending }
+    public var effectiveLoad: Int { reportedLoad.addingSaturating(pending) }
+}
+
+extension Int {
+    /// `self + other`, clamped to `Int.max` / `Int.min` instead of trapping.
+    func addingSaturating(_ other: Int) -> Int {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
+    }
 }
