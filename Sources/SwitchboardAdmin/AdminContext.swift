@@ -77,7 +77,7 @@ public struct AdminStats: Sendable, Equatable, Codable {
 
         public init(relay: PeerRelay) {
             sockets = relay.socketCount
-            peers = relay.registeredPeers.count
+            peers = relay.registeredCount
             queuedMessages = relay.queueDepth.messages
             queuedBytes = relay.queueDepth.bytes
             let stats = relay.stats

@@ -43,7 +43,7 @@ final class HubMetrics {
     func update(from relay: PeerRelay) {
         let stats = relay.stats
         sockets.record(relay.socketCount)
-        peers.record(relay.registeredPeers.count)
+        peers.record(relay.registeredCount)
         queuedMessages.record(relay.queueDepth.messages)
         queuedBytes.record(relay.queueDepth.bytes)
         for (type, count) in stats.relayed where count != last.relayed[type, default: 0] {

@@ -35,6 +35,9 @@ public struct PeerRelay: Sendable {
     /// Ids currently registered, sorted.
     public var registeredPeers: [PeerID] { registrations.keys.sorted() }
 
+    /// Number of registered ids (O(1), unlike ``registeredPeers``).
+    public var registeredCount: Int { registrations.count }
+
     /// Whether `id` is registered.
     public func isRegistered(_ id: PeerID) -> Bool { registrations[id] != nil }
 
