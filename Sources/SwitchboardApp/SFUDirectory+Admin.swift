@@ -39,6 +39,11 @@ extension SFUDirectory {
         }
     }
 
+    /// Swaps in a reloaded region table and IP-prefix table (SIGHUP).
+    public func replaceRegions(_ resolver: LocationResolver) throws(SwitchboardError) {
+        queue.sync { self.resolver = resolver }
+    }
+
     /// Loads a seed list (startup, SIGHUP): each SFU is created or its definition replaced.
     public func seed(_ definitions: [SFUDefinition]) throws(SwitchboardError) {
         for definition in definitions {

@@ -67,6 +67,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let directory = try SFUDirectory(
             store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
             metricsFactory: factory, logger: logger)
+        try store.replaceRegions(configuration.placement.regions)
         try directory.seed(configuration.placement.loadSeed())
         let context = DaemonAdminContext(
             hub: hub, transport: transport, store: store, directory: directory, registry: registry,
@@ -103,6 +104,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     /// SIGHUP: applies the reloaded configuration's log level and SFU seed file.
     public func reload(_ reloaded: SwitchboardConfiguration) throws {
         logLevel.level = reloaded.logLevel
+        try store?.replaceRegions(reloaded.placement.regions)
+        try directory?.replaceRegions(reloaded.placement.resolver)
         try directory?.seed(reloaded.placement.loadSeed())
     }
 

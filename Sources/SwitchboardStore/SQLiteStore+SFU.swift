@@ -29,6 +29,22 @@ extension SQLiteStore: SFUStore {
         try pool.write { db in try db.execute(sql: "DELETE FROM call_placement WHERE call_id = ?", arguments: [callID]) }
     }
 
+    public func replaceRegions(_ regions: RegionTable) throws {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM region")
+            for region in regions.regions.values.sorted(by: { $0.code < $1.code }) {
+                try db.execute(
+                    sql: "INSERT INTO region (code, name, kind, latitude, longitude) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [region.code, region.name, region.kind, region.point.latitude, region.point.longitude])
+            }
+        }
+    }
+
+    /// The region table as stored (for tests and operators).
+    public func storedRegionCount() throws -> Int {
+        try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM region") ?? 0 }
+    }
+
     public func failover(down: SFUID, moves: [PlacementRecord]) throws {
         try pool.write { db in
             try db.execute(sql: "UPDATE sfu SET state = 'down' WHERE id = ?", arguments: [down.rawValue])

@@ -39,6 +39,15 @@ enum StoreMigrations {
                 table.column("reason", .text).notNull()
             }
         }
+        migrator.registerMigration("v4_region") { db in
+            try db.create(table: "region") { table in
+                table.primaryKey("code", .text)
+                table.column("name", .text).notNull()
+                table.column("kind", .text).notNull()
+                table.column("latitude", .double).notNull()
+                table.column("longitude", .double).notNull()
+            }
+        }
         return migrator
     }
 

@@ -25,6 +25,9 @@ public final class InMemorySFUStore: SFUStore, @unchecked Sendable {
     public func savePlacement(_ record: PlacementRecord) throws { try lock.withLock { try check(); placements[record.callID] = record } }
     public func deletePlacement(callID: String) throws { try lock.withLock { try check(); placements[callID] = nil } }
 
+    public private(set) var regionCount = 0
+    public func replaceRegions(_ regions: RegionTable) throws { try lock.withLock { try check(); regionCount = regions.regions.count } }
+
     public func failover(down: SFUID, moves: [PlacementRecord]) throws {
         try lock.withLock {
             try check()

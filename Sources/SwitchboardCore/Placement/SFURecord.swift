@@ -66,6 +66,8 @@ public protocol SFUStore: Sendable {
     func allPlacements() throws -> [PlacementRecord]
     func savePlacement(_ record: PlacementRecord) throws
     func deletePlacement(callID: String) throws
+    /// Replaces the stored region table with `regions`, in one transaction.
+    func replaceRegions(_ regions: RegionTable) throws
     /// Marks `down` as down and moves every given placement, in one transaction.
     func failover(down: SFUID, moves: [PlacementRecord]) throws
 }
