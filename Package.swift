@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
     targets: [
         // The C boundary: Debian's libwebsockets 4.1 and libev.
@@ -54,6 +55,12 @@ let package = Package(
             dependencies: ["SwitchboardCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSettings
         ),
+        // Signed user tokens (HS256 JWTs) through jwt-kit.
+        .target(
+            name: "SwitchboardAuth",
+            dependencies: ["SwitchboardCore", .product(name: "JWTKit", package: "jwt-kit")],
+            swiftSettings: strictSettings
+        ),
         // The admin HTTP API as plain functions from a request value to a response value.
         .target(
             name: "SwitchboardAdmin",
@@ -79,6 +86,7 @@ let package = Package(
                 "SwitchboardTransport",
                 "SwitchboardStore",
                 "SwitchboardAdmin",
+                "SwitchboardAuth",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -90,7 +98,7 @@ let package = Package(
         .executableTarget(
             name: "switchboard",
             dependencies: [
-                "SwitchboardServer",
+                "SwitchboardServer", "SwitchboardAuth", "SwitchboardCore", "SwitchboardStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -123,6 +131,11 @@ let package = Package(
                 "SwitchboardApp", "SwitchboardCore", "SwitchboardTesting",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SwitchboardAuthTests",
+            dependencies: ["SwitchboardAuth", "SwitchboardCore", .product(name: "JWTKit", package: "jwt-kit")],
             swiftSettings: strictSettings
         ),
         .testTarget(

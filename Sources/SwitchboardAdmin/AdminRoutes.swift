@@ -17,6 +17,7 @@ public enum AdminRoutes {
         router.add("POST", "/v1/drain") { request throws(SwitchboardError) in try drain(request, context) }
         router.add("GET", "/v1/audit") { request throws(SwitchboardError) in try audit(request, context) }
         addSFURoutes(to: &router, context: context)
+        router.add("POST", "/v1/tokens") { request throws(SwitchboardError) in try mintToken(request, context) }
         return router
     }
 
@@ -109,6 +110,28 @@ public enum AdminRoutes {
         let page = Array(entries.prefix(limit))
         let next = entries.count > limit ? page.last?.id.map(String.init) : nil
         return AdminJSON.response(200, Page(key: "entries", items: page, nextCursor: next))
+    }
+
+    static func mintToken(_ request: AdminRequest, _ context: any AdminContext) throws(SwitchboardError) -> HTTPResponse {
+        struct Body: Decodable {
+            let userId: String
+            let ttlSeconds: Int?
+            let callCids: [String]?
+            let role: String?
+            enum CodingKeys: String, CodingKey {
+                case userId = "user_id", ttlSeconds = "ttl_seconds", callCids = "call_cids", role
+            }
+        }
+        let body = try request.decode(Body.self)
+        let minted = try context.mintToken(
+            TokenRequest(userID: body.userId, ttl: .seconds(body.ttlSeconds ?? 3600), callCIDs: body.callCids, role: body.role))
+        _ = try record(context, request, action: "token.mint", target: body.userId)
+        struct Reply: Encodable {
+            let token: String
+            let userId: String
+            let expiresAt: Date
+        }
+        return AdminJSON.response(201, Reply(token: minted.token, userId: minted.claims.userID, expiresAt: minted.claims.expiresAt))
     }
 
     /// Commits an audit entry; the action is acknowledged only after this returns.

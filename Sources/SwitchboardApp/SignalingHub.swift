@@ -25,6 +25,10 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
     var draining = false
     var adminHandler: (any AdminRequestHandler)?
     let metrics: HubMetrics
+    /// Verifies PeerJS tokens when `peerjs.auth = "jwt"`.
+    var tokenVerifier: (any TokenVerifier)?
+    /// Sockets whose token is being verified off the queue; a close removes them.
+    var awaitingVerification: Set<ConnectionID> = []
 
     public init(
         relay configuration: RelayConfiguration,
@@ -32,9 +36,11 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
         clock: any MonotonicClockSource = SystemMonotonicClock(),
         newPeerID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
+        tokenVerifier: (any TokenVerifier)? = nil,
         logger: Logger
     ) {
         self.metrics = HubMetrics(factory: metricsFactory)
+        self.tokenVerifier = tokenVerifier
         self.queue = DispatchQueue(label: "switchboard.signaling")
         self.relay = PeerRelay(configuration: configuration)
         self.routes = routes
@@ -45,10 +51,11 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
 
     /// Connects the outbound side and starts the expiry and liveness sweep. Requests on the
     /// admin listener go to `admin` (404 when `nil`).
-    public func start(transport: any OutboundTransport, admin: (any AdminRequestHandler)? = nil) {
+    public func start(transport: any OutboundTransport, admin: (any AdminRequestHandler)? = nil, tokens: (any TokenVerifier)? = nil) {
         queue.sync {
             self.transport = transport
             self.adminHandler = admin
+            if let tokens { self.tokenVerifier = tokens }
             let timer = DispatchSource.makeTimerSource(queue: queue)
             let interval = relay.configuration.sweepInterval
             timer.schedule(deadline: .now() + .milliseconds(Int(interval.milliseconds)), repeating: .milliseconds(Int(interval.milliseconds)))
@@ -117,10 +124,15 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
                 responses.append(.close(connection, .goingAway, reason: "server is draining"))
                 return
             }
-            relay.connectionOpened(connection, query: upgrade.query, now: now, into: &effects)
+            if relay.configuration.requireSignedIDs, let verifier = tokenVerifier, let token = upgrade.query["token"], !token.isEmpty {
+                verify(token, for: connection, query: upgrade.query, with: verifier)
+            } else {
+                relay.connectionOpened(connection, query: upgrade.query, now: now, into: &effects)
+            }
         case .message(let connection, let bytes, let isBinary):
             relay.frameReceived(connection, bytes, isBinary: isBinary, now: now, into: &effects)
         case .closed(let connection):
+            awaitingVerification.remove(connection)
             relay.connectionClosed(connection)
         case .request(let connection, let request) where request.listener == .admin:
             answerAdmin(request, on: connection)
@@ -128,6 +140,23 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
             let response = routes.respond(to: request, relay: relay, newID: newPeerID)
                 ?? SwitchboardError(.notFound, "no route for \(request.method) \(request.path)").httpResponse
             responses.append(.respond(connection, response))
+        }
+    }
+
+    /// Checks a PeerJS token off the queue; the handshake continues on the queue with the
+    /// verified user (or none), unless the socket closed meanwhile.
+    private func verify(_ token: String, for connection: ConnectionID, query: [String: String], with verifier: any TokenVerifier) {
+        awaitingVerification.insert(connection)
+        Task {
+            let subject = try? await verifier.verify(token).userID
+            queue.async {
+                guard self.awaitingVerification.remove(connection) != nil else { return }
+                let now = self.clock.now()
+                var effects: [RelayEffect] = []
+                self.relay.connectionOpened(connection, query: query, tokenSubject: subject, now: now, into: &effects)
+                self.execute(effects, plus: [], now: now)
+                self.metrics.update(from: self.relay)
+            }
         }
     }
 

@@ -61,5 +61,7 @@ public enum PeerJSOutbound {
         public static let missingParameters = "No id, token, or key supplied to websocket server"
         public static let invalidKey = "Invalid key provided"
         public static let concurrentLimit = "Server has reached its concurrent user limit"
+        /// With `peerjs.auth = "jwt"`: the token is not a valid user token for this id.
+        public static let invalidToken = "Invalid token"
     }
 }

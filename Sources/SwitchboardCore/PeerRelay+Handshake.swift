@@ -1,11 +1,14 @@
 extension PeerRelay {
     /// A PeerJS socket finished its WebSocket upgrade with these (URL-decoded) query parameters.
     ///
-    /// Runs the PeerJS checks in order (parameters, key, id taken, concurrent limit); on success
-    /// registers the id, sends OPEN and then everything queued for the id.
+    /// Runs the PeerJS checks in order (parameters, key, signed id when required, id taken,
+    /// concurrent limit); on success registers the id, sends OPEN and then everything queued
+    /// for the id. `tokenSubject` is the user of the `token` parameter when the host verified it
+    /// as a signed user token (`nil` otherwise).
     public mutating func connectionOpened(
         _ connection: ConnectionID,
         query: [String: String],
+        tokenSubject: String? = nil,
         now: MonotonicTime,
         into effects: inout [RelayEffect]
     ) {
@@ -25,6 +28,9 @@ extension PeerRelay {
         }
         guard let id = PeerID(rawID) else {
             return refuse(connection, PeerJSOutbound.error("Invalid id"), "invalid_id", into: &effects)
+        }
+        if configuration.requireSignedIDs, tokenSubject != rawID {
+            return refuse(connection, PeerJSOutbound.error(PeerJSOutbound.ErrorText.invalidToken), "invalid_token", into: &effects)
         }
         if let existing = registrations[id] {
             guard existing.token == token else {

@@ -22,6 +22,8 @@ public struct RelayConfiguration: Sendable, Equatable {
     public var malformedRate: Double
     /// Malformed frames tolerated in a burst (`malformed.burst`).
     public var malformedBurst: Double
+    /// `peerjs.auth = "jwt"`: the `token` must be a user token whose user is the `id`.
+    public var requireSignedIDs: Bool = false
 
     /// The defaults, matching the PeerJS server where it has one.
     public init(

@@ -18,6 +18,8 @@ public struct SwitchboardError: Error, Sendable, Equatable, CustomStringConverti
         public static let invalidRequest = Code("invalid_request", .invalidArgument)
         public static let invalidConfiguration = Code("invalid_configuration", .invalidArgument)
         public static let unauthenticated = Code("unauthenticated", .unauthorized)
+        public static let tokenExpired = Code("token_expired", .unauthorized)
+        public static let tokenInvalid = Code("token_invalid", .unauthorized)
         public static let forbidden = Code("forbidden", .forbidden)
         public static let notFound = Code("not_found", .notFound)
         public static let methodNotAllowed = Code("method_not_allowed", .methodNotAllowed)
@@ -29,7 +31,7 @@ public struct SwitchboardError: Error, Sendable, Equatable, CustomStringConverti
 
         /// Every code, for documentation and parsing.
         public static let all: [Code] = [
-            .invalidRequest, .invalidConfiguration, .unauthenticated, .forbidden, .notFound,
+            .invalidRequest, .invalidConfiguration, .unauthenticated, .tokenExpired, .tokenInvalid, .forbidden, .notFound,
             .methodNotAllowed, .conflict, .payloadTooLarge, .rateLimited, .unavailable, .internalError,
         ]
     }

@@ -1,6 +1,6 @@
 extension ConfigKeySpec {
     /// Every configuration key the daemon reads.
-    public static let all: [ConfigKeySpec] = server + admin + store + transport + peerjs + placement + operations
+    public static let all: [ConfigKeySpec] = server + admin + auth + store + transport + peerjs + placement + operations
 
     static let server: [ConfigKeySpec] = [
         .init("server.host", .string(allowed: nil), .string("0.0.0.0"), "Address the client listener binds (WebSocket and PeerJS HTTP routes)."),
@@ -15,6 +15,13 @@ extension ConfigKeySpec {
         .init("admin.port", .int(0...65535), .int(8081), "Port of the admin HTTP API; 0 picks a free port."),
         .init("admin.token", .string(allowed: nil), .string(""), secret: true, "Bearer token for the admin API (empty: no token; allowed on loopback only)."),
         .init("admin.token_file", .string(allowed: nil), .string(""), "File holding the admin token (first line); instead of admin.token."),
+    ]
+
+    static let auth: [ConfigKeySpec] = [
+        .init("auth.api_key", .string(allowed: nil), .string("switchboard"), "API key id, written as the kid of the user tokens it signs."),
+        .init("auth.api_secret", .string(allowed: nil), .string(""), secret: true, "API secret that signs user tokens (HS256, at least 32 bytes); empty disables tokens."),
+        .init("auth.api_secret_file", .string(allowed: nil), .string(""), "File holding the API secret (first line); instead of auth.api_secret."),
+        .init("auth.leeway_ms", .int(0...300_000), .int(5000), "Clock skew tolerated on a token's exp, nbf and iat."),
     ]
 
     static let store: [ConfigKeySpec] = [
@@ -39,6 +46,7 @@ extension ConfigKeySpec {
         .init("peerjs.concurrent_limit", .int(1...10_000_000), .int(5000), "Most registered peers at once."),
         .init("peerjs.allow_discovery", .bool, .bool(false), "Whether GET <path><key>/peers lists connected ids."),
         .init("peerjs.cors_origins", .stringArray, .stringArray([]), "Allowed CORS origins; empty reflects any Origin."),
+        .init("peerjs.auth", .string(allowed: ["none", "jwt"]), .string("none"), "jwt: the token parameter must be a user token signed with auth.api_secret whose user is the id."),
         .init("peerjs.queue.per_destination", .int(1...1_000_000), .int(256), "Queued messages per offline destination."),
         .init("peerjs.queue.per_sender", .int(1...1_000_000), .int(1024), "Queued messages per sender, all destinations."),
         .init("peerjs.queue.total", .int(1...100_000_000), .int(100_000), "Queued messages in total."),

@@ -4,6 +4,7 @@ import Logging
 import Prometheus
 import SwitchboardAdmin
 import SwitchboardApp
+import SwitchboardAuth
 import SwitchboardCore
 import SwitchboardStore
 import SwitchboardTransport
@@ -17,6 +18,7 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     let logLevelControl: LogLevelControl
     let auditLog: any AuditLog
     let sfus: any SFUAdministration
+    let tokens: JWTTokenService?
     private let startedAt = Date()
     private let requestDuration: CoreMetrics.Timer
     private let lock = NSLock()
@@ -24,9 +26,10 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
 
     init(
         hub: SignalingHub, transport: LWSServer, store: SQLiteStore, directory: SFUDirectory, registry: PrometheusCollectorRegistry,
-        factory: any MetricsFactory, logLevel: LogLevelControl
+        factory: any MetricsFactory, logLevel: LogLevelControl, tokens: JWTTokenService?
     ) {
         self.sfus = directory
+        self.tokens = tokens
         self.hub = hub
         self.transport = transport
         self.store = store
@@ -74,6 +77,18 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     }
 
     func metricsText() -> String { registry.emitToString() }
+
+    func mintToken(_ request: TokenRequest) throws(SwitchboardError) -> (token: String, claims: UserToken) {
+        guard let tokens else { throw SwitchboardError(.unavailable, "no API secret is configured (auth.api_secret)") }
+        let result: Result<(token: String, claims: UserToken), SwitchboardError> = Blocking.wait {
+            do throws(SwitchboardError) {
+                return .success(try await tokens.issue(request))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
 
     func now() -> Date { Date() }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SwitchboardAdmin
+import SwitchboardAuth
 import SwitchboardCore
 import SwitchboardStore
 import SwitchboardTransport
@@ -36,7 +37,14 @@ extension SwitchboardConfiguration {
             directory: try values.string("store.directory"),
             synchronous: StoreConfiguration.Synchronous(rawValue: try values.string("store.synchronous")) ?? .normal,
             busyTimeout: try values.milliseconds("store.busy_timeout_ms"))
+        auth = try Self.auth(values)
         relay = try Self.relay(values)
+        if try values.string("peerjs.auth") == "jwt" {
+            guard auth.apiSecret != nil else {
+                throw SwitchboardError(.invalidConfiguration, "peerjs.auth: jwt needs auth.api_secret or auth.api_secret_file")
+            }
+            relay.requireSignedIDs = true
+        }
         placement = try PlacementConfiguration(reading: values)
         peerJSRoutes = routes
         drainTimeout = try values.milliseconds("shutdown.drain_timeout_ms")
@@ -61,21 +69,31 @@ extension SwitchboardConfiguration {
         )
     }
 
+    private static func auth(_ values: ConfigValues) throws -> AuthConfiguration {
+        let secret = try secretValue(values, inline: "auth.api_secret", file: "auth.api_secret_file")
+        if let secret, secret.utf8.count < JWTTokenService.minimumSecretBytes {
+            throw SwitchboardError(.invalidConfiguration, "auth.api_secret: must be at least \(JWTTokenService.minimumSecretBytes) bytes")
+        }
+        return AuthConfiguration(apiKey: try values.string("auth.api_key"), apiSecret: secret, leeway: try values.milliseconds("auth.leeway_ms"))
+    }
+
+    /// A secret from its inline key or its `_file` key (first line), never both; `nil` when unset.
+    private static func secretValue(_ values: ConfigValues, inline: String, file: String) throws -> String? {
+        let text = try values.string(inline)
+        let path = try values.string(file)
+        guard text.isEmpty || path.isEmpty else { throw SwitchboardError(.invalidConfiguration, "\(inline) and \(file): set only one") }
+        guard !path.isEmpty else { return text.isEmpty ? nil : text }
+        guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw SwitchboardError(.invalidConfiguration, "\(file): cannot read \(path)")
+        }
+        let first = contents.split(whereSeparator: \.isNewline).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
+        guard !first.isEmpty else { throw SwitchboardError(.invalidConfiguration, "\(file): \(path) is empty") }
+        return first
+    }
+
     /// The admin token from `admin.token` or `admin.token_file`; required off loopback.
     private static func adminToken(_ values: ConfigValues, host: String) throws -> String? {
-        let inline = try values.string("admin.token")
-        let file = try values.string("admin.token_file")
-        guard inline.isEmpty || file.isEmpty else {
-            throw SwitchboardError(.invalidConfiguration, "admin.token and admin.token_file: set only one")
-        }
-        var token = inline
-        if !file.isEmpty {
-            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                throw SwitchboardError(.invalidConfiguration, "admin.token_file: cannot read \(file)")
-            }
-            token = text.split(whereSeparator: \.isNewline).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
-            guard !token.isEmpty else { throw SwitchboardError(.invalidConfiguration, "admin.token_file: \(file) is empty") }
-        }
+        let token = try secretValue(values, inline: "admin.token", file: "admin.token_file") ?? ""
         if token.isEmpty, !isLoopback(host) {
             throw SwitchboardError(.invalidConfiguration, "admin.token: required when admin.host (\(host)) is not a loopback address")
         }

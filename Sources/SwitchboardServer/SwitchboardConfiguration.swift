@@ -1,5 +1,6 @@
 import Logging
 import SwitchboardAdmin
+import SwitchboardAuth
 import SwitchboardCore
 import SwitchboardStore
 import SwitchboardTransport
@@ -16,6 +17,8 @@ public struct SwitchboardConfiguration: Sendable {
     public var store: StoreConfiguration
     /// SFU placement.
     public var placement: PlacementConfiguration
+    /// Signed user tokens.
+    public var auth: AuthConfiguration
     /// PeerJS mount path and CORS.
     public var peerJSRoutes: PeerJSRoutes
     /// How long shutdown waits for sockets to close.

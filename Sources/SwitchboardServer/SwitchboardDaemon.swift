@@ -5,6 +5,7 @@ import Prometheus
 import ServiceLifecycle
 import SwitchboardAdmin
 import SwitchboardApp
+import SwitchboardAuth
 import SwitchboardCore
 import SwitchboardStore
 import SwitchboardTransport
@@ -67,14 +68,16 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let directory = try SFUDirectory(
             store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
             metricsFactory: factory, logger: logger)
+        let auth = configuration.auth
+        let tokens = Blocking.wait { await JWTTokenService(configuration: auth) }
         try store.replaceRegions(configuration.placement.regions)
         try directory.seed(configuration.placement.loadSeed())
         let context = DaemonAdminContext(
             hub: hub, transport: transport, store: store, directory: directory, registry: registry,
-            factory: factory, logLevel: logLevel)
+            factory: factory, logLevel: logLevel, tokens: tokens)
         context.install(AdminRoutes.router(configuration: configuration.admin, context: context))
         // The hub is ready before the first connection can arrive.
-        hub.start(transport: transport, admin: context)
+        hub.start(transport: transport, admin: context, tokens: tokens)
         directory.start { [logger] moves in
             for move in moves {
                 logger.notice("call moved off a failed SFU", metadata: ["call.cid": "\(move.callID)", "sfu.from": "\(move.from)", "sfu.to": "\(move.to.map(\.rawValue) ?? "none")"])

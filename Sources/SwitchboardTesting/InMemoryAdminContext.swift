@@ -57,5 +57,14 @@ public final class InMemoryAdminContext: AdminContext, @unchecked Sendable {
 
     public func metricsText() -> String { metrics }
 
+    /// Minting in the in-memory twin: a recognisable fake token, or `unavailable` when unset.
+    public var mintsTokens = true
+
+    public func mintToken(_ request: TokenRequest) throws(SwitchboardError) -> (token: String, claims: UserToken) {
+        guard mintsTokens else { throw SwitchboardError(.unavailable, "no API secret is configured") }
+        let claims = UserToken(userID: request.userID, issuedAt: fixedNow, expiresAt: fixedNow.addingTimeInterval(TimeInterval(request.ttl.milliseconds) / 1000))
+        return ("token-for-\(request.userID)", claims)
+    }
+
     public func now() -> Date { fixedNow }
 }

@@ -182,3 +182,17 @@ extension AdminRoutesTests {
         XCTAssertEqual(context.logLevel(), "info")
     }
 }
+
+extension AdminRoutesTests {
+    func test_aTokenIsMintedAuditedAndValidated() {
+        let response = send("POST", "/v1/tokens", body: #"{"user_id":"alice","ttl_seconds":60}"#)
+        XCTAssertEqual(response.status, 201)
+        XCTAssertEqual(json(response)["token"] as? String, "token-for-alice")
+        XCTAssertEqual(json(response)["user_id"] as? String, "alice")
+        XCTAssertEqual(json(response)["expires_at"] as? String, "2027-01-15T08:01:00Z")
+        XCTAssertEqual(context.memoryLog.all.last?.action, "token.mint")
+        XCTAssertEqual(send("POST", "/v1/tokens", body: #"{"ttl_seconds":60}"#).status, 400)
+        context.mintsTokens = false
+        XCTAssertEqual(send("POST", "/v1/tokens", body: #"{"user_id":"a"}"#).status, 503)
+    }
+}

@@ -71,3 +71,33 @@ final class AdminAndStoreConfigurationTests: XCTestCase {
         XCTAssertFalse(text?.contains("top-secret-value") == true)
     }
 }
+
+extension AdminAndStoreConfigurationTests {
+    func test_signedPeerIDsNeedAnAPISecretAndNameTheKey() {
+        let text = try? ConfigurationLoader.load(fileContents: nil, environment: [:], overrides: ["peerjs.auth": .string("jwt")])
+        XCTAssertNil(text)
+        do {
+            _ = try ConfigurationLoader.load(fileContents: nil, environment: [:], overrides: ["peerjs.auth": .string("jwt")])
+        } catch {
+            XCTAssertTrue("\(error)".contains("peerjs.auth"), "\(error)")
+        }
+    }
+
+    func test_aShortAPISecretIsRefusedNamingTheKeyAndNotTheSecret() {
+        do {
+            _ = try ConfigurationLoader.load(fileContents: nil, environment: ["SWITCHBOARD_AUTH_API_SECRET": "too-short-secret"], overrides: [:])
+            XCTFail("loaded")
+        } catch {
+            XCTAssertTrue("\(error)".contains("auth.api_secret"), "\(error)")
+            XCTAssertFalse("\(error)".contains("too-short-secret"))
+        }
+    }
+
+    func test_signedPeerIDsAreSwitchedOnWithASecret() throws {
+        let configuration = try ConfigurationLoader.load(
+            fileContents: nil, environment: [:],
+            overrides: ["peerjs.auth": .string("jwt"), "auth.api_secret": .string(String(repeating: "s", count: 32))])
+        XCTAssertTrue(configuration.relay.requireSignedIDs)
+        XCTAssertEqual(configuration.auth.apiSecret?.count, 32)
+    }
+}

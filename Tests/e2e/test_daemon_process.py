@@ -259,3 +259,36 @@ def test_sighup_reloads_the_log_level_from_the_config_file(tmp_path: Path) -> No
         assert daemon.process.wait(timeout=15) == 0
     finally:
         daemon.stop()
+
+
+def test_a_token_from_the_cli_opens_a_signed_peerjs_id(tmp_path: Path) -> None:
+    env = {**_clean_env(), "SWITCHBOARD_AUTH_API_SECRET": "x" * 40, "SWITCHBOARD_PEERJS_AUTH": "jwt"}
+    minted = subprocess.run(
+        [str(_daemon_binary()), "token", "--user", "carol", "--ttl", "10m"], env=env, capture_output=True, text=True, timeout=30,
+    )
+    assert minted.returncode == 0, minted.stderr
+    token = minted.stdout.strip()
+    assert token.count(".") == 2
+    daemon = Daemon(["serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"], tmp_path, env)
+    try:
+        port = daemon.wait_ready()
+
+        async def handshake(peer_id: str) -> dict:
+            url = f"ws://127.0.0.1:{port}/peerjs?key=peerjs&id={peer_id}&token={token}"
+            async with websockets.connect(url) as ws:
+                return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+        assert asyncio.run(handshake("carol")) == {"type": "OPEN"}
+        assert asyncio.run(handshake("dave")) == {"type": "ERROR", "payload": {"msg": "Invalid token"}}
+        os.kill(daemon.process.pid, signal.SIGTERM)
+        assert daemon.process.wait(timeout=15) == 0
+    finally:
+        daemon.stop()
+
+
+def test_the_token_command_needs_an_api_secret() -> None:
+    result = subprocess.run(
+        [str(_daemon_binary()), "token", "--user", "a"], env=_clean_env(), capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode != 0
+    assert "auth.api_secret" in result.stderr

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import http.client
+import base64
 import json
 import re
 import secrets
@@ -125,6 +126,7 @@ def _start(tmp: Path, extra_env: dict[str, str] | None = None) -> Admin:
     env = {
         **daemon_env(),
         "SWITCHBOARD_ADMIN_TOKEN": token,
+        "SWITCHBOARD_AUTH_API_SECRET": secrets.token_urlsafe(48),
         "SWITCHBOARD_TRANSPORT_MAX_REQUEST_BODY_BYTES": str(MAX_BODY),
         **(extra_env or {}),
     }
@@ -300,7 +302,7 @@ def test_each_path_answers_exactly_its_documented_methods(admin: Admin, path: st
 UNKNOWN_PATHS = [
     "/", "/v1", "/v2/stats", "/v1/stat", "/v1/statsx", "/v1/Stats", "/healthz/x", "/readyz/x",
     "/metrics/x", "/v1/peers/a/b", "/v1/log-level/x", "/v1/drain/x", "/v1/audit/1", "/admin",
-    "/peerjs", "/peerjs/id", "/openapi.yaml", "/v1/connections", "/v1/calls", "/v1/tokens",
+    "/peerjs", "/peerjs/id", "/openapi.yaml", "/v1/connections", "/v1/calls",
     "/v1/sfu", "/v1/SFUs", "/v1/sfus/a/b", "/v1/sfus/a/drain/x", "/v1/sfus/a/heartbeat/x",
     "/v1/placement", "/v1/placement/explain/x", "/v1/placement/sfus",
 ]
@@ -1073,3 +1075,20 @@ def test_schemathesis_exercised_every_operation(admin: Admin, placement_fuzz_adm
     # Every placement operation succeeded at least once, not only refused bad input.
     placement = {op for op in expected if PLACEMENT_TAG in RESOLVED["paths"][op[1]][op[0].lower()]["tags"]}
     assert {op for op in placement if not any(200 <= code < 300 for code in STATUSES.get(op, ()))} == set(), STATUSES
+
+
+def test_a_minted_token_is_a_signed_jwt_for_the_user(admin: Admin) -> None:
+    reply = admin.call("POST", "/v1/tokens", body=_json({"user_id": "alice", "ttl_seconds": 120, "role": "admin"}))
+    assert reply.status == 201, reply
+    assert_conforms("POST", "/v1/tokens", reply)
+    body = reply.json()
+    assert body["user_id"] == "alice"
+    header, payload, signature = body["token"].split(".")
+    decode = lambda part: json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    assert decode(header)["alg"] == "HS256"
+    claims = decode(payload)
+    assert (claims["user_id"], claims["sub"], claims["role"]) == ("alice", "alice", "admin")
+    assert claims["exp"] - claims["iat"] == 120
+    assert signature
+    for bad in ({}, {"user_id": ""}, {"user_id": "a", "ttl_seconds": 0}, {"user_id": "a", "ttl_seconds": 2592001}):
+        assert admin.call("POST", "/v1/tokens", body=_json(bad)).status == 400, bad

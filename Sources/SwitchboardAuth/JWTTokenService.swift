@@ -1,0 +1,65 @@
+import Foundation
+import JWTKit
+import SwitchboardCore
+
+/// HS256 user tokens through jwt-kit: the only algorithm accepted is HMAC-SHA256 with the
+/// configured API secret; `exp`, `nbf` and `iat` are checked with a small leeway.
+public struct JWTTokenService: TokenVerifier, TokenIssuer {
+    private let keys: JWTKeyCollection
+    private let configuration: AuthConfiguration
+    private let now: @Sendable () -> Date
+
+    /// The shortest secret HS256 accepts (its output size).
+    public static let minimumSecretBytes = 32
+
+    /// `nil` when no API secret, or one shorter than ``minimumSecretBytes``, is configured.
+    public init?(configuration: AuthConfiguration, now: @escaping @Sendable () -> Date = { Date() }) async {
+        guard let secret = configuration.apiSecret, secret.utf8.count >= Self.minimumSecretBytes else { return nil }
+        self.configuration = configuration
+        self.now = now
+        keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: JWKIdentifier(string: configuration.apiKey))
+    }
+
+    public func verify(_ token: String) async throws(SwitchboardError) -> UserToken {
+        let claims: UserTokenClaims
+        do {
+            claims = try await keys.verify(token, as: UserTokenClaims.self)
+        } catch {
+            throw SwitchboardError(.tokenInvalid, "the token's signature, algorithm or format is not valid")
+        }
+        let now = now()
+        let leeway = TimeInterval(configuration.leeway.milliseconds) / 1000
+        guard let user = claims.user, !user.isEmpty, user.utf8.count <= 256 else {
+            throw SwitchboardError(.tokenInvalid, "the token names no user (user_id or sub)")
+        }
+        guard claims.exp.value.addingTimeInterval(leeway) > now else { throw SwitchboardError(.tokenExpired, "the token has expired") }
+        if let nbf = claims.nbf, nbf.value.addingTimeInterval(-leeway) > now {
+            throw SwitchboardError(.tokenInvalid, "the token is not valid yet (nbf)")
+        }
+        guard claims.iat.value.addingTimeInterval(-leeway) <= now else {
+            throw SwitchboardError(.tokenInvalid, "the token was issued in the future (iat)")
+        }
+        return UserToken(userID: user, issuedAt: claims.iat.value, expiresAt: claims.exp.value, callCIDs: claims.callCIDs, role: claims.role)
+    }
+
+    public func issue(_ request: TokenRequest) async throws(SwitchboardError) -> (token: String, claims: UserToken) {
+        guard !request.userID.isEmpty, request.userID.utf8.count <= 256 else {
+            throw SwitchboardError(.invalidRequest, "user_id must be 1–256 bytes")
+        }
+        guard request.ttl > .zero, request.ttl <= .seconds(30 * 86_400) else {
+            throw SwitchboardError(.invalidRequest, "ttl must be between 1 second and 30 days")
+        }
+        let issued = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
+        let expires = issued.addingTimeInterval(TimeInterval(request.ttl.milliseconds) / 1000)
+        let claims = UserTokenClaims(
+            sub: SubjectClaim(value: request.userID), userID: request.userID, exp: ExpirationClaim(value: expires),
+            iat: IssuedAtClaim(value: issued), nbf: nil, callCIDs: request.callCIDs, role: request.role)
+        do {
+            let token = try await keys.sign(claims, kid: JWKIdentifier(string: configuration.apiKey))
+            return (token, UserToken(userID: request.userID, issuedAt: issued, expiresAt: expires, callCIDs: request.callCIDs, role: request.role))
+        } catch {
+            throw SwitchboardError(.internalError, "signing failed")
+        }
+    }
+}

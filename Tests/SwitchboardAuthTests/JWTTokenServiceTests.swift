@@ -1,0 +1,128 @@
+import Foundation
+import JWTKit
+import SwitchboardAuth
+import SwitchboardCore
+import XCTest
+
+/// Signed user tokens: HS256 only, exp/nbf/iat with leeway, forged and foreign tokens refused.
+final class JWTTokenServiceTests: XCTestCase {
+    private let secret = String(repeating: "an-api-secret-", count: 5)  // 70 bytes: long enough for HS512 too
+    private let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    private func service(secret: String? = nil, at date: Date? = nil) async throws -> JWTTokenService {
+        let when = date ?? start
+        let made = await JWTTokenService(configuration: AuthConfiguration(apiSecret: secret ?? self.secret), now: { when })
+        return try XCTUnwrap(made)
+    }
+
+    private func code(_ body: () async throws -> Void) async -> String? {
+        do {
+            try await body()
+            return nil
+        } catch let error as SwitchboardError {
+            return error.code.rawValue
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    func test_aMintedTokenVerifiesWithItsClaims() async throws {
+        let tokens = try await service()
+        let (token, claims) = try await tokens.issue(TokenRequest(userID: "alice", ttl: .seconds(3600), callCIDs: ["default:1"], role: "admin"))
+        let verified = try await tokens.verify(token)
+        XCTAssertEqual(verified, claims)
+        XCTAssertEqual(verified.userID, "alice")
+        XCTAssertEqual(verified.expiresAt, start.addingTimeInterval(3600))
+        XCTAssertEqual(verified.callCIDs, ["default:1"])
+        XCTAssertEqual(verified.role, "admin")
+    }
+
+    func test_anExpiredTokenIsRefusedAsExpiredPastTheLeeway() async throws {
+        let (token, _) = try await service().issue(TokenRequest(userID: "bob", ttl: .seconds(60)))
+        let justInside = try await service(at: start.addingTimeInterval(64))
+        _ = try await justInside.verify(token)
+        let outside = try await service(at: start.addingTimeInterval(66))
+        let result = await code { _ = try await outside.verify(token) }
+        XCTAssertEqual(result, "token_expired")
+    }
+
+    func test_aTokenSignedWithAnotherSecretIsInvalid() async throws {
+        let (token, _) = try await service(secret: String(repeating: "another-secret-", count: 3)).issue(TokenRequest(userID: "eve", ttl: .seconds(60)))
+        let result = await code { _ = try await self.service().verify(token) }
+        XCTAssertEqual(result, "token_invalid")
+    }
+
+    func test_otherAlgorithmsAndAlgNoneAreRefused() async throws {
+        let claims = #"{"user_id":"eve","exp":1800003600,"iat":1800000000}"#
+        let body = Data(claims.utf8).base64URLEncoded
+        let none = Data(#"{"alg":"none","typ":"JWT"}"#.utf8).base64URLEncoded + "." + body + "."
+        let hs512Keys = JWTKeyCollection()
+        await hs512Keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha512, kid: "switchboard")
+        struct Claims: JWTPayload {
+            var user_id: String
+            var exp: ExpirationClaim
+            var iat: IssuedAtClaim
+            func verify(using algorithm: some JWTAlgorithm) async throws {}
+        }
+        let hs512 = try await hs512Keys.sign(Claims(user_id: "eve", exp: .init(value: start.addingTimeInterval(3600)), iat: .init(value: start)), kid: "switchboard")
+        for token in [none, hs512, "not.a.jwt", "", "a.b"] {
+            let result = await code { _ = try await self.service().verify(token) }
+            XCTAssertEqual(result, "token_invalid", token)
+        }
+    }
+
+    func test_notBeforeAndIssuedInTheFutureAreRefused() async throws {
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: "switchboard")
+        struct Claims: JWTPayload {
+            var user_id: String
+            var exp: ExpirationClaim
+            var iat: IssuedAtClaim
+            var nbf: NotBeforeClaim?
+            func verify(using algorithm: some JWTAlgorithm) async throws {}
+        }
+        let future = start.addingTimeInterval(600)
+        let notYet = try await keys.sign(Claims(user_id: "a", exp: .init(value: future), iat: .init(value: start), nbf: .init(value: future)), kid: "switchboard")
+        let fromTheFuture = try await keys.sign(Claims(user_id: "a", exp: .init(value: future), iat: .init(value: future), nbf: nil), kid: "switchboard")
+        for token in [notYet, fromTheFuture] {
+            let result = await code { _ = try await self.service().verify(token) }
+            XCTAssertEqual(result, "token_invalid")
+        }
+    }
+
+    func test_aTokenWithoutAUserIsInvalid() async throws {
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: "switchboard")
+        struct Claims: JWTPayload {
+            var exp: ExpirationClaim
+            var iat: IssuedAtClaim
+            func verify(using algorithm: some JWTAlgorithm) async throws {}
+        }
+        let token = try await keys.sign(Claims(exp: .init(value: start.addingTimeInterval(60)), iat: .init(value: start)), kid: "switchboard")
+        let result = await code { _ = try await self.service().verify(token) }
+        XCTAssertEqual(result, "token_invalid")
+    }
+
+    func test_noSecretMeansNoTokenService() async {
+        let none = await JWTTokenService(configuration: AuthConfiguration(apiSecret: nil))
+        XCTAssertNil(none)
+        let empty = await JWTTokenService(configuration: AuthConfiguration(apiSecret: ""))
+        XCTAssertNil(empty)
+        let short = await JWTTokenService(configuration: AuthConfiguration(apiSecret: String(repeating: "x", count: 31)))
+        XCTAssertNil(short, "HS256 needs a secret of at least 32 bytes")
+    }
+
+    func test_mintingValidatesItsInput() async throws {
+        let tokens = try await service()
+        for request in [TokenRequest(userID: "", ttl: .seconds(1)), TokenRequest(userID: "a", ttl: .zero), TokenRequest(userID: "a", ttl: .seconds(31 * 86_400))] {
+            let result = await code { _ = try await tokens.issue(request) }
+            XCTAssertEqual(result, "invalid_request")
+        }
+    }
+}
+
+extension Data {
+    var base64URLEncoded: String {
+        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+}
