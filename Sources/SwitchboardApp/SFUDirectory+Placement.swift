@@ -13,7 +13,8 @@ extension SFUDirectory {
                 metrics.failure(PlacementEngine.decide(participants: resolved, nodes: Array(nodes.values), now: now, policy: policy))
                 throw SwitchboardError(.unavailable, "no SFU can take this call (no_sfu_available)")
             }
-            let record = PlacementRecord(callID: callID, sfu: chosen, locations: hints, assignedAt: wallClock(), reason: "placed")
+            let record = PlacementRecord(
+                callID: callID, sfu: chosen, locations: hints, sources: resolved.map(\.source), assignedAt: wallClock(), reason: "placed")
             do { try store.savePlacement(record) } catch { throw storeFailure(error) }
             placements[callID] = record
             nodes[chosen]?.pending += max(1, hints.count)
@@ -89,7 +90,9 @@ extension SFUDirectory {
             result.append(Reassignment(callID: placement.callID, from: dead, to: choice))
             guard let chosen = choice else { continue }
             candidates[chosen]?.pending += max(1, placement.locations.count)
-            moves.append(PlacementRecord(callID: placement.callID, sfu: chosen, locations: placement.locations, assignedAt: wallClock(), reason: "failover"))
+            moves.append(PlacementRecord(
+                callID: placement.callID, sfu: chosen, locations: placement.locations, sources: resolved.map(\.source),
+                assignedAt: wallClock(), reason: "failover"))
         }
         do { try store.failover(down: dead, moves: moves) } catch { throw storeFailure(error) }
         nodes = candidates

@@ -71,11 +71,14 @@ extension SQLiteStore: SFUStore {
         let locations = String(decoding: try JSONEncoder().encode(record.locations), as: UTF8.self)
         try db.execute(
             sql: """
-                INSERT INTO call_placement (call_id, sfu_id, locations, assigned_at, reason) VALUES (?, ?, ?, ?, ?)
+                INSERT INTO call_placement (call_id, sfu_id, locations, sources, assigned_at, reason) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT(call_id) DO UPDATE SET sfu_id = excluded.sfu_id, locations = excluded.locations,
-                  assigned_at = excluded.assigned_at, reason = excluded.reason
+                  sources = excluded.sources, assigned_at = excluded.assigned_at, reason = excluded.reason
                 """,
-            arguments: [record.callID, record.sfu.rawValue, locations, record.assignedAt, record.reason])
+            arguments: [
+                record.callID, record.sfu.rawValue, locations, record.sources.map(\.rawValue).joined(separator: ","),
+                record.assignedAt, record.reason,
+            ])
     }
 
     private static func sfu(_ row: Row) -> SFURecord? {
@@ -90,6 +93,10 @@ extension SQLiteStore: SFUStore {
         let text: String = row["locations"]
         guard let id = SFUID(row["sfu_id"]), let locations = try? JSONDecoder().decode([LocationHint].self, from: Data(text.utf8))
         else { return nil }
-        return PlacementRecord(callID: row["call_id"], sfu: id, locations: locations, assignedAt: row["assigned_at"], reason: row["reason"])
+        let sources: String = row["sources"]
+        return PlacementRecord(
+            callID: row["call_id"], sfu: id, locations: locations,
+            sources: sources.split(separator: ",").compactMap { LocationSource(rawValue: String($0)) },
+            assignedAt: row["assigned_at"], reason: row["reason"])
     }
 }

@@ -48,6 +48,11 @@ enum StoreMigrations {
                 table.column("longitude", .double).notNull()
             }
         }
+        migrator.registerMigration("v5_placement_sources") { db in
+            try db.alter(table: "call_placement") { table in
+                table.add(column: "sources", .text).notNull().defaults(to: "")
+            }
+        }
         return migrator
     }
 

@@ -38,6 +38,7 @@ final class SFUDirectoryTests: XCTestCase {
         let again = try directory.place(callID: "c1", participants: [LocationHint(region: "sin")])
         XCTAssertEqual(again.sfu.rawValue, "fra-1", "one SFU per call: placement is sticky")
         XCTAssertEqual(try store.allPlacements().map(\.sfu.rawValue), ["fra-1"], "committed to the store")
+        XCTAssertEqual(first.sources, [.region], "the source that located each participant is recorded")
     }
 
     func test_pendingAssignmentsCountAtOnceSoABurstCannotOverfillAnSFU() throws {

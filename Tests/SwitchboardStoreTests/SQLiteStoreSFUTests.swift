@@ -40,6 +40,7 @@ final class SQLiteStoreSFUTests: XCTestCase {
         let placement = PlacementRecord(
             callID: "default:c1", sfu: SFUID("a")!,
             locations: [LocationHint(rtt: ["a": 12.5, "sfu_b": 40]), LocationHint(latitude: 1, longitude: 2), LocationHint(region: "fra", ip: "10.0.0.1")],
+            sources: [.rtt, .coordinates, .region],
             assignedAt: Date(timeIntervalSince1970: 1_800_000_000), reason: "placed")
         try store.savePlacement(placement)
         XCTAssertEqual(try store.allPlacements(), [placement])

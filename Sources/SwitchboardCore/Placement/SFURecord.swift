@@ -44,14 +44,19 @@ public struct PlacementRecord: Sendable, Equatable, Codable {
     public var sfu: SFUID
     /// The participants' hints the placement used (re-used when the call must move).
     public var locations: [LocationHint]
+    /// Which source located each participant (`rtt`, `coordinates`, `region`, `ip`, `default`).
+    public var sources: [LocationSource]
     public var assignedAt: Date
     /// Why it is on this SFU: `placed` or `failover`.
     public var reason: String
 
-    public init(callID: String, sfu: SFUID, locations: [LocationHint], assignedAt: Date, reason: String) {
+    public init(
+        callID: String, sfu: SFUID, locations: [LocationHint], sources: [LocationSource] = [], assignedAt: Date, reason: String
+    ) {
         self.callID = callID
         self.sfu = sfu
         self.locations = locations
+        self.sources = sources
         self.assignedAt = assignedAt
         self.reason = reason
     }
