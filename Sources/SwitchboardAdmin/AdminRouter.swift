@@ -43,7 +43,9 @@ public struct AdminRouter: Sendable {
         do {
             return try route.handler(AdminRequest(http: request, parameters: parameters, isAdmin: failure == nil))
         } catch {
-            return error.httpResponse
+            var response = error.httpResponse
+            if error.code.category == .unauthorized { response.headers.append(("WWW-Authenticate", "Bearer")) }
+            return response
         }
     }
 

@@ -48,7 +48,9 @@ final class SFURoutesTests: XCTestCase {
 
     func test_heartbeatsAcceptTheSFUSecretOrTheAdminTokenOnly() {
         _ = send("POST", "/v1/sfus", body: fra)
-        XCTAssertEqual(send("POST", "/v1/sfus/sfu-fra/heartbeat", body: #"{"load":5}"#, bearer: nil).status, 401)
+        let refused = send("POST", "/v1/sfus/sfu-fra/heartbeat", body: #"{"load":5}"#, bearer: nil)
+        XCTAssertEqual(refused.status, 401)
+        XCTAssertEqual(refused.header("WWW-Authenticate"), "Bearer")
         XCTAssertEqual(send("POST", "/v1/sfus/sfu-fra/heartbeat", body: #"{"load":5}"#, bearer: "0123456789abcdeX").status, 401)
         let ok = send("POST", "/v1/sfus/sfu-fra/heartbeat", body: #"{"load":5}"#, bearer: "0123456789abcdef")
         XCTAssertEqual(ok.status, 200)
