@@ -1,3 +1,4 @@
+import CoreMetrics
 import Dispatch
 import Foundation
 import Logging
@@ -38,7 +39,10 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         self.logLevel = logLevel ?? LogLevelControl(configuration.logLevel)
         let factory = PrometheusMetricsFactory(registry: registry)
         self.hub = SignalingHub(relay: configuration.relay, routes: configuration.peerJSRoutes, metricsFactory: factory, logger: logger)
-        self.transport = LWSServer(configuration: configuration.transport, logger: logger)
+        let closes = Dictionary(uniqueKeysWithValues: [CloseCode.messageTooBig, .goingAway].map {
+            ($0, CoreMetrics.Counter(label: "switchboard_closes_total", dimensions: [("code", String($0.rawValue))], factory: factory))
+        })
+        self.transport = LWSServer(configuration: configuration.transport, logger: logger, onClose: { closes[$0]?.increment() })
     }
 
     /// The bound client port (after ``start()``).

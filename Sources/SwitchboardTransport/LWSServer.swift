@@ -18,9 +18,14 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
 
     private var boundPorts: [ListenerRole: Int] = [:]
 
-    public init(configuration: TransportConfiguration, logger: Logger) {
+    /// Told of every close the transport itself decides (1009, and 1001 when draining); closes
+    /// the application asks for are its own to count.
+    private let onClose: (@Sendable (CloseCode) -> Void)?
+
+    public init(configuration: TransportConfiguration, logger: Logger, onClose: (@Sendable (CloseCode) -> Void)? = nil) {
         self.configuration = configuration
         self.logger = logger
+        self.onClose = onClose
     }
 
     /// The port a listener is bound to (the configured one, or the one the kernel picked for 0).
@@ -44,7 +49,8 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
                     ports[listener.role] = Int(sb_local_port(fd))
                     bound.append(BoundListener(configuration: listener, fd: fd))
                 }
-                let thread = ServiceThread(index: index, listeners: bound, configuration: configuration, sink: sink, logger: logger)
+                let thread = ServiceThread(
+                    index: index, listeners: bound, configuration: configuration, sink: sink, logger: logger, onClose: onClose)
                 try thread.start()
                 lock.withLock { threads.append(thread) }
             } catch {

@@ -47,6 +47,7 @@ extension ServiceThread {
         }
         for connection in connections.values where connection.kind == .webSocket {
             connection.pendingClose = (code, "server shutting down")
+            onClose?(code)
             lws_set_timeout(connection.wsi, PENDING_TIMEOUT_CLOSE_SEND, max(1, seconds))
             lws_callback_on_writable(connection.wsi)
         }

@@ -53,6 +53,7 @@ extension ServiceThread {
         }
         guard connection.receiving.count + length <= configuration.maxMessageBytes else {
             closeReason(wsi, .messageTooBig, "message exceeds max_message_bytes")
+            onClose?(.messageTooBig)
             return -1
         }
         if let input, length > 0 {

@@ -15,6 +15,7 @@ final class ServiceThread: @unchecked Sendable {
     let configuration: TransportConfiguration
     let mailbox: Mailbox
     let logger: Logger
+    let onClose: (@Sendable (CloseCode) -> Void)?
     private weak var sink: (any TransportEventSink)?
 
     let listeners: [BoundListener]
@@ -31,8 +32,12 @@ final class ServiceThread: @unchecked Sendable {
     var writeBuffer = WriteBuffer()
     private let finished = DispatchSemaphore(value: 0)
 
-    init(index: Int, listeners: [BoundListener], configuration: TransportConfiguration, sink: any TransportEventSink, logger: Logger) {
+    init(
+        index: Int, listeners: [BoundListener], configuration: TransportConfiguration, sink: any TransportEventSink, logger: Logger,
+        onClose: (@Sendable (CloseCode) -> Void)? = nil
+    ) {
         self.index = index
+        self.onClose = onClose
         self.listeners = listeners
         self.configuration = configuration
         self.mailbox = Mailbox(outboxLimit: configuration.outboxBytes)

@@ -102,3 +102,17 @@ final class AdminAPITests: XCTestCase {
         XCTAssertEqual((peerjs?["relayed"] as? [String: Int])?["OFFER"], 1)
     }
 }
+
+extension AdminAPITests {
+    func test_closesAreCountedByCodeIncludingTheOnesTheTransportDecides() throws {
+        let daemon = try TestDaemon(["admin.token": .string("t0ken-for-tests"), "transport.max_message_bytes": .int(1024)])
+        let big = try daemon.peer(id: "big")
+        try big.send(String(repeating: "x", count: 4000))
+        XCTAssertEqual(try big.awaitClose(), 1009)
+        let wrongKey = try WebSocketTestClient.connect(port: daemon.port, path: "/peerjs?key=nope&id=a&token=t")
+        XCTAssertEqual(try wrongKey.awaitClose(), 1008)
+        let text = try daemon.admin("GET", "/metrics", token: "t0ken-for-tests").text
+        XCTAssertTrue(text.contains(#"switchboard_closes_total{code="1009"} 1"#), text)
+        XCTAssertTrue(text.contains(#"switchboard_closes_total{code="1008"} 1"#), text)
+    }
+}
