@@ -24,6 +24,9 @@ public protocol AdminContext: Sendable {
     var auditLog: any AuditLog { get }
     /// The SFU location table and placement.
     var sfus: any SFUAdministration { get }
+    /// Calls: history, detail, end, session removal, connections; `nil` when the call
+    /// protocol is off.
+    var calls: (any CallAdministration)? { get }
     /// Mints a user token; `unavailable` when no API secret is configured.
     func mintToken(_ request: TokenRequest) throws(SwitchboardError) -> (token: String, claims: UserToken)
     /// The wall clock, for audit entries.

@@ -17,6 +17,7 @@ final class HubMetrics {
     private let overflowed: Counter
     private let malformed: Counter
     private let timedOut: Counter
+    private let rateLimited: Counter
     private var refused: [String: Counter] = [:]
     private var closes: [UInt16: Counter] = [:]
     let batchDuration: Timer
@@ -36,6 +37,7 @@ final class HubMetrics {
         overflowed = Counter(label: "switchboard_peerjs_queue_overflow_total", factory: factory)
         malformed = Counter(label: "switchboard_bad_frames_total", factory: factory)
         timedOut = Counter(label: "switchboard_peerjs_alive_timeouts_total", factory: factory)
+        rateLimited = Counter(label: "switchboard_rate_limited_total", dimensions: [("kind", "peerjs_message")], factory: factory)
         batchDuration = Timer(label: "switchboard_handler_duration_seconds", dimensions: [("handler", "signaling_batch")], factory: factory)
     }
 
@@ -54,11 +56,20 @@ final class HubMetrics {
         bump(overflowed, stats.overflowed, last.overflowed)
         bump(malformed, stats.malformed, last.malformed)
         bump(timedOut, stats.timedOut, last.timedOut)
+        bump(rateLimited, stats.rateLimited, last.rateLimited)
         for (reason, count) in stats.refused where count != last.refused[reason, default: 0] {
             counter(&refused, reason, "switchboard_peerjs_refused_total", "reason", reason)
                 .increment(by: count - last.refused[reason, default: 0])
         }
         last = stats
+    }
+
+    private var refusals: [String: Counter] = [:]
+
+    /// Counts a socket refused by a connection cap, by which one.
+    func recordRefusal(_ refusal: ConnectionLimiter.Refusal) {
+        counter(&refusals, refusal.rawValue, "switchboard_connections_refused_total", "reason", refusal.rawValue).increment()
+        recordClose(.tryAgainLater)
     }
 
     /// Counts a close the daemon initiated, by WebSocket close code.

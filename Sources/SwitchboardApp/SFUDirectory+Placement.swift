@@ -11,7 +11,7 @@ extension SFUDirectory {
             let resolved = hints.map(resolver.resolve)
             guard let chosen = PlacementEngine.choose(participants: resolved, nodes: Array(nodes.values), now: now, policy: policy) else {
                 metrics.failure(PlacementEngine.decide(participants: resolved, nodes: Array(nodes.values), now: now, policy: policy))
-                throw SwitchboardError(.unavailable, "no SFU can take this call (no_sfu_available)")
+                throw SwitchboardError(.noSFUAvailable, "no SFU can take this call")
             }
             let record = PlacementRecord(
                 callID: callID, sfu: chosen, locations: hints, sources: resolved.map(\.source), assignedAt: wallClock(), reason: "placed")

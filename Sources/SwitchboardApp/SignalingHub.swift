@@ -29,6 +29,16 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
     var tokenVerifier: (any TokenVerifier)?
     /// Sockets whose token is being verified off the queue; a close removes them.
     var awaitingVerification: Set<ConnectionID> = []
+    /// The call protocol, when `/v1/connect` is served.
+    var calls: CallHub?
+    /// Where call-protocol sockets connect.
+    var connectPath = "/v1/connect"
+    /// Open sockets on the call-protocol path.
+    var callSockets: Set<ConnectionID> = []
+    /// Caps on open sockets and connect rate per address, for both paths.
+    var limiter = ConnectionLimiter(limits: ConnectionLimits())
+    /// Sockets refused by a cap, until their close arrives: their frames are dropped.
+    var refusedSockets: Set<ConnectionID> = []
 
     public init(
         relay configuration: RelayConfiguration,
@@ -101,18 +111,93 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
         queue.sync { body(relay) }
     }
 
+    /// Sets the connection caps (before the transport starts).
+    public func limit(_ limits: ConnectionLimits) {
+        queue.sync { limiter = ConnectionLimiter(limits: limits) }
+    }
+
+    /// Open sockets the limiter counts, in total and from `address`.
+    public func openSockets(from address: String? = nil) -> Int {
+        queue.sync { address.map(limiter.count(from:)) ?? limiter.openCount }
+    }
+
+    /// Serves the call protocol on `path` (same listener as PeerJS) through `calls`, which
+    /// must run on this hub's queue.
+    public func attach(calls: CallHub, path: String) {
+        queue.sync {
+            precondition(calls.queue === queue, "the call hub must share the signaling queue")
+            self.calls = calls
+            self.connectPath = path
+        }
+    }
+
     func process(_ events: [TransportEvent]) {
         dispatchPrecondition(condition: .onQueue(queue))
         let started = DispatchTime.now()
         let now = clock.now()
         var effects: [RelayEffect] = []
         var responses: [OutboundCommand] = []
-        for event in events {
+        let (peerEvents, callEvents) = partition(admitted(events, now: now, refusals: &responses))
+        if !callEvents.isEmpty { calls?.process(callEvents) }
+        for event in peerEvents {
             handle(event, now: now, effects: &effects, responses: &responses)
         }
         execute(effects, plus: responses, now: now)
         metrics.update(from: relay)
         metrics.batchDuration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds)
+    }
+
+    /// Drops sockets over a connection cap (closed with 1013) and their later events; counts
+    /// closes out.
+    private func admitted(_ events: [TransportEvent], now: MonotonicTime, refusals: inout [OutboundCommand]) -> [TransportEvent] {
+        var kept: [TransportEvent] = []
+        kept.reserveCapacity(events.count)
+        for event in events {
+            switch event {
+            case .opened(let socket, let upgrade):
+                if let refusal = limiter.admit(socket, from: upgrade.remoteAddress, now: now) {
+                    refusedSockets.insert(socket)
+                    metrics.recordRefusal(refusal)
+                    refusals.append(.close(socket, .tryAgainLater, reason: refusal.rawValue))
+                    continue
+                }
+            case .message(let socket, _, _) where refusedSockets.contains(socket):
+                continue
+            case .closed(let socket):
+                limiter.release(socket)
+                if refusedSockets.remove(socket) != nil { continue }
+            default:
+                break
+            }
+            kept.append(event)
+        }
+        return kept
+    }
+
+    /// Splits a batch into PeerJS events and call-protocol events, keeping each socket's order.
+    private func partition(_ events: [TransportEvent]) -> (peer: [TransportEvent], call: [TransportEvent]) {
+        guard calls != nil else { return (events, []) }
+        var peer: [TransportEvent] = []
+        var call: [TransportEvent] = []
+        for event in events {
+            switch event {
+            case .opened(let socket, let upgrade) where upgrade.path == connectPath:
+                if draining {
+                    peer.append(event)
+                } else {
+                    callSockets.insert(socket)
+                    call.append(event)
+                }
+            case .message(let socket, _, _) where callSockets.contains(socket):
+                call.append(event)
+            case .closed(let socket) where callSockets.contains(socket):
+                callSockets.remove(socket)
+                call.append(event)
+            default:
+                peer.append(event)
+            }
+        }
+        return (peer, call)
     }
 
     private func handle(
@@ -177,6 +262,7 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
         let now = clock.now()
         var effects: [RelayEffect] = []
         relay.tick(now: now, into: &effects)
+        limiter.prune(now: now)
         if !effects.isEmpty { execute(effects, plus: [], now: now) }
         metrics.update(from: relay)
     }

@@ -15,6 +15,12 @@ public struct CloseCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let internalError = CloseCode(rawValue: 1011)
     /// 1013: try again later (a capacity limit was reached).
     public static let tryAgainLater = CloseCode(rawValue: 1013)
+    /// 4001: the call-protocol socket could not authenticate, or its token expired.
+    public static let unauthenticated = CloseCode(rawValue: 4001)
+    /// 4002: a resume from another socket took this connection over.
+    public static let replaced = CloseCode(rawValue: 4002)
+    /// 4003: the socket sent nothing, not even a ping, for the idle timeout.
+    public static let idleTimeout = CloseCode(rawValue: 4003)
 
     public var description: String { String(rawValue) }
 }

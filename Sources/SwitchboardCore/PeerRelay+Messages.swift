@@ -10,6 +10,15 @@ extension PeerRelay {
         guard var socket = sockets[connection] else { return }
         socket.lastSeen = now
         defer { sockets[connection] = socket }
+        guard socket.messageBudget.take(now: now) else {
+            stats.rateLimited += 1
+            socket.limitedInARow += 1
+            if Double(socket.limitedInARow) == configuration.messageBurst {
+                effects.append(.close(connection, .policyViolation, reason: "message flood"))
+            }
+            return
+        }
+        socket.limitedInARow = 0
         switch PeerJSInbound.parse(bytes, isBinary: isBinary) {
         case .malformed:
             stats.malformed += 1

@@ -16,6 +16,9 @@ public struct PeerRelay: Sendable {
         var peer: PeerID?
         var lastSeen: MonotonicTime
         var malformedBudget: TokenBucket
+        var messageBudget: TokenBucket
+        /// Messages dropped in a row for the rate.
+        var limitedInARow = 0
     }
 
     /// The settings in force.

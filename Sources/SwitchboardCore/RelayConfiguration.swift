@@ -22,6 +22,11 @@ public struct RelayConfiguration: Sendable, Equatable {
     public var malformedRate: Double
     /// Malformed frames tolerated in a burst (`malformed.burst`).
     public var malformedBurst: Double
+    /// Messages one socket may send per second, sustained (`messages.rate`).
+    public var messageRate: Double
+    /// Messages one socket may send in a burst (`messages.burst`); past it they are dropped,
+    /// and a socket that keeps going for another burst is closed (1008).
+    public var messageBurst: Double
     /// `peerjs.auth = "jwt"`: the `token` must be a user token whose user is the `id`.
     public var requireSignedIDs: Bool = false
 
@@ -37,8 +42,12 @@ public struct RelayConfiguration: Sendable, Equatable {
         maxQueuedTotal: Int = 100_000,
         maxQueuedBytes: Int = 64 * 1024 * 1024,
         malformedRate: Double = 5,
-        malformedBurst: Double = 20
+        malformedBurst: Double = 20,
+        messageRate: Double = 5000,
+        messageBurst: Double = 10000
     ) {
+        self.messageRate = messageRate
+        self.messageBurst = messageBurst
         self.key = key
         self.concurrentLimit = concurrentLimit
         self.expireTimeout = expireTimeout

@@ -22,6 +22,8 @@ public struct RelayStats: Sendable, Equatable {
     public var refused: [String: Int] = [:]
     /// Sockets closed for silence past `alive_timeout`.
     public var timedOut = 0
+    /// Messages dropped because their socket sent faster than `peerjs.messages.rate`.
+    public var rateLimited = 0
 
     public init() {}
 }

@@ -28,11 +28,19 @@ public struct SwitchboardError: Error, Sendable, Equatable, CustomStringConverti
         public static let rateLimited = Code("rate_limited", .rateLimited)
         public static let unavailable = Code("unavailable", .unavailable)
         public static let internalError = Code("internal", .internal)
+        public static let unknownType = Code("unknown_type", .invalidArgument)
+        public static let callNotFound = Code("call_not_found", .notFound)
+        public static let sessionNotFound = Code("session_not_found", .notFound)
+        public static let callEnded = Code("call_ended", .conflict)
+        public static let notAMember = Code("not_a_member", .forbidden)
+        public static let callFull = Code("call_full", .conflict)
+        public static let noSFUAvailable = Code("no_sfu_available", .unavailable)
 
         /// Every code, for documentation and parsing.
         public static let all: [Code] = [
             .invalidRequest, .invalidConfiguration, .unauthenticated, .tokenExpired, .tokenInvalid, .forbidden, .notFound,
-            .methodNotAllowed, .conflict, .payloadTooLarge, .rateLimited, .unavailable, .internalError,
+            .methodNotAllowed, .conflict, .payloadTooLarge, .rateLimited, .unavailable, .internalError, .unknownType,
+            .callNotFound, .sessionNotFound, .callEnded, .notAMember, .callFull, .noSFUAvailable,
         ]
     }
 

@@ -5,12 +5,21 @@ public struct TokenBucket: Sendable, Equatable {
     private var tokens: Double
     private var updated: MonotonicTime
 
+    /// When the bucket was last used.
+    public var updatedAt: MonotonicTime { updated }
+
     /// A full bucket at `now`.
     public init(rate: Double, burst: Double, now: MonotonicTime) {
         self.rate = rate
         self.burst = burst
         self.tokens = burst
         self.updated = now
+    }
+
+    /// The tokens the bucket would hold at `now`, without taking any.
+    public func available(now: MonotonicTime) -> Double {
+        let elapsed = Double(max(0, now.nanoseconds - updated.nanoseconds)) / 1e9
+        return min(burst, tokens + elapsed * rate)
     }
 
     /// Takes one token; `false` when the bucket is empty.

@@ -1,6 +1,14 @@
+import SwitchboardCore
+
 extension ConfigKeySpec {
     /// Every configuration key the daemon reads.
-    public static let all: [ConfigKeySpec] = server + admin + auth + store + transport + peerjs + placement + operations
+    public static let all: [ConfigKeySpec] = {
+        var keys: [ConfigKeySpec] = server + admin + auth + store
+        keys += transport + peerjs + placement
+        keys += connect + calls + limits
+        keys += callType(.meeting) + callType(.ringingCall)
+        return keys + operations
+    }()
 
     static let server: [ConfigKeySpec] = [
         .init("server.host", .string(allowed: nil), .string("0.0.0.0"), "Address the client listener binds (WebSocket and PeerJS HTTP routes)."),
@@ -52,6 +60,8 @@ extension ConfigKeySpec {
         .init("peerjs.queue.total", .int(1...100_000_000), .int(100_000), "Queued messages in total."),
         .init("peerjs.queue.total_bytes", .int(1024...17_179_869_184), .int(67_108_864), "Queued bytes in total."),
         .init("peerjs.malformed.rate", .double(0...1_000_000), .double(5), "Malformed frames tolerated per second per socket, sustained."),
+        .init("peerjs.messages.rate", .double(0.1...1_000_000), .double(5000), "Messages one PeerJS socket may send per second, sustained; more are dropped."),
+        .init("peerjs.messages.burst", .double(1...1_000_000), .double(10000), "Messages one PeerJS socket may send in a burst; after another burst of drops it is closed (1008)."),
         .init("peerjs.malformed.burst", .double(1...1_000_000), .double(20), "Malformed frames tolerated in a burst; past it the socket is closed with 1008."),
     ]
 
@@ -66,6 +76,51 @@ extension ConfigKeySpec {
         .init("placement.load_weight", .double(0...100), .double(1), "How strongly load raises the score: score x (1 + load_weight x utilisation^2)."),
         .init("placement.tie_seed", .int(0...Int.max), .int(0), "Seed of the deterministic tie-break order between equal scores."),
     ]
+
+    static let connect: [ConfigKeySpec] = [
+        .init("connect.path", .string(allowed: nil), .string("/v1/connect"), "WebSocket path of the call protocol, on the client listener; empty turns it off."),
+        .init("connect.auth_timeout_ms", .int(100...600_000), .int(5000), "A socket must authenticate within this long or is closed (4001)."),
+        .init("connect.token_expiring_ms", .int(0...86_400_000), .int(60000), "connection.token_expiring goes out this long before the token expires."),
+        .init("connect.resume_window_ms", .int(0...3_600_000), .int(30000), "A dropped connection may resume this long; then its sessions leave (connection_lost)."),
+        .init("connect.replay_buffer", .int(0...100_000), .int(256), "Events kept per connection for replay on resume."),
+        .init("connect.idle_timeout_ms", .int(1000...3_600_000), .int(60000), "A socket that sends nothing, not even ping, for this long is closed (4003)."),
+    ]
+
+    static let limits: [ConfigKeySpec] = [
+        .init("limits.connections_total", .int(1...1_000_000), .int(50000), "Most open WebSockets (PeerJS and call protocol); more are closed with 1013."),
+        .init("limits.connections_per_ip", .int(1...1_000_000), .int(1000), "Most open WebSockets from one remote address; more are closed with 1013."),
+        .init("limits.connect_rate_per_ip", .double(0.1...100_000), .double(100), "New WebSockets one address may open per second (token bucket rate)."),
+        .init("limits.connect_burst_per_ip", .double(1...100_000), .double(500), "New WebSockets one address may open in a burst (token bucket size)."),
+        .init("limits.connections_per_user", .int(1...10_000), .int(16), "Most call-protocol connections one user may hold at once; more are refused (rate_limited, 1013)."),
+        .init("limits.messages_per_second", .double(0.1...100_000), .double(50), "Call-protocol requests one socket may send per second (token bucket rate)."),
+        .init("limits.message_burst", .double(1...100_000), .double(100), "Call-protocol requests one socket may send in a burst; beyond it they get rate_limited."),
+        .init("limits.auth_failures_per_minute_per_ip", .double(0.1...100_000), .double(30), "Failed authentications one address may make per minute (token bucket rate)."),
+        .init("limits.auth_failure_burst_per_ip", .double(1...100_000), .double(10), "Failed authentications one address may make in a burst; then its sockets are refused."),
+    ]
+
+    static let calls: [ConfigKeySpec] = [
+        .init("calls.max_custom_bytes", .int(0...1_048_576), .int(5120), "Largest custom object (call data, call.send_event), in bytes."),
+        .init("calls.max_members", .int(1...10_000), .int(100), "Largest number of members of one call."),
+        .init("calls.ring_rate_per_minute", .double(0...10_000), .double(20), "Rings one user may receive per minute (token bucket rate)."),
+        .init("calls.ring_burst", .double(1...10_000), .double(10), "Rings one user may receive in a burst (token bucket size)."),
+        .init("calls.dominant_speaker_hold_ms", .int(0...60_000), .int(1500), "How long a louder speaker must lead before taking over from one still speaking."),
+    ]
+
+    /// The keys of one built-in call type, with that type's defaults.
+    static func callType(_ preset: CallTypeSettings) -> [ConfigKeySpec] {
+        let prefix = "call_types.\(preset.name)."
+        return [
+            .init(prefix + "members_only", .bool, .bool(preset.membersOnly), "Only members (creator, members given at creation, invitees) may join."),
+            .init(prefix + "ringing", .bool, .bool(preset.ringing), "Calls of this type may ring (ring: true at creation)."),
+            .init(prefix + "max_participants", .int(1...10_000), .int(preset.maxParticipants), "Largest number of participant sessions at once (call_full)."),
+            .init(prefix + "incoming_timeout_ms", .int(1000...600_000), .int(Int(preset.incomingTimeout.milliseconds)), "A callee who does not answer by then is missed."),
+            .init(prefix + "auto_cancel_timeout_ms", .int(1000...600_000), .int(Int(preset.autoCancelTimeout.milliseconds)), "If nobody accepted by then, the call ends (no_answer)."),
+            .init(prefix + "busy_policy", .string(allowed: ["reject", "ring"]), .string(preset.busyPolicy.rawValue), "A callee in another active call: reject (busy) or ring anyway."),
+            .init(prefix + "end_when_initiator_leaves", .bool, .bool(preset.endWhenInitiatorLeaves), "The call ends (initiator_left) when its creator leaves."),
+            .init(prefix + "empty_timeout_ms", .int(1000...86_400_000), .int(Int(preset.emptyTimeout.milliseconds)), "A call with no participants and no ring ends (empty) after this long."),
+            .init(prefix + "reopen", .bool, .bool(preset.reopen), "A join may reopen an ended call as a new session."),
+        ]
+    }
 
     static let operations: [ConfigKeySpec] = [
         .init("shutdown.drain_timeout_ms", .int(0...600_000), .int(10000), "On SIGTERM/SIGINT, how long to wait for sockets to close before exiting."),

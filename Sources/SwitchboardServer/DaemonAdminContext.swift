@@ -19,16 +19,18 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     let auditLog: any AuditLog
     let sfus: any SFUAdministration
     let tokens: JWTTokenService?
+    let callHub: CallHub?
     private let startedAt = Date()
     private let requestDuration: CoreMetrics.Timer
     private let lock = NSLock()
     private var router: AdminRouter?
 
     init(
-        hub: SignalingHub, transport: LWSServer, store: SQLiteStore, directory: SFUDirectory, registry: PrometheusCollectorRegistry,
+        hub: SignalingHub, transport: LWSServer, store: SQLiteStore, directory: SFUDirectory, calls: CallHub?, registry: PrometheusCollectorRegistry,
         factory: any MetricsFactory, logLevel: LogLevelControl, tokens: JWTTokenService?
     ) {
         self.sfus = directory
+        self.callHub = calls
         self.tokens = tokens
         self.hub = hub
         self.transport = transport
@@ -91,6 +93,8 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     }
 
     func now() -> Date { Date() }
+
+    var calls: (any CallAdministration)? { callHub }
 }
 
 /// Times every audit commit as `switchboard_sqlite_commit_seconds`.

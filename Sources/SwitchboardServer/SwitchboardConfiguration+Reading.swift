@@ -16,10 +16,15 @@ extension SwitchboardConfiguration {
             throw SwitchboardError(.invalidConfiguration, "server.tls.cert_file and server.tls.key_file must be set together")
         }
         let maxBody = try values.int("transport.max_request_body_bytes")
+        let connect = try values.string("connect.path")
+        guard connect.isEmpty || (connect.hasPrefix("/") && connect != routes.webSocketPath) else {
+            throw SwitchboardError(.invalidConfiguration, "connect.path: must start with / and differ from the PeerJS path")
+        }
+        connectPath = connect.isEmpty ? nil : connect
         let client = ListenerConfiguration(
             role: .client, host: try values.string("server.host"), port: try values.int("server.port"),
             tlsCertificateFile: cert.isEmpty ? nil : cert, tlsPrivateKeyFile: key.isEmpty ? nil : key,
-            webSocketPaths: [routes.webSocketPath], maxRequestBodyBytes: maxBody, onEveryServiceThread: true)
+            webSocketPaths: [routes.webSocketPath] + (connect.isEmpty ? [] : [connect]), maxRequestBodyBytes: maxBody, onEveryServiceThread: true)
         let adminHost = try values.string("admin.host")
         let adminListener = ListenerConfiguration(
             role: .admin, host: adminHost, port: try values.int("admin.port"),
@@ -46,6 +51,10 @@ extension SwitchboardConfiguration {
             relay.requireSignedIDs = true
         }
         placement = try PlacementConfiguration(reading: values)
+        calls = try Self.calls(values)
+        limits = ConnectionLimits(
+            total: try values.int("limits.connections_total"), perAddress: try values.int("limits.connections_per_ip"),
+            connectRate: try values.double("limits.connect_rate_per_ip"), connectBurst: try values.double("limits.connect_burst_per_ip"))
         peerJSRoutes = routes
         drainTimeout = try values.milliseconds("shutdown.drain_timeout_ms")
         logLevel = Logger.Level(rawValue: try values.string("log.level")) ?? .info
@@ -65,8 +74,33 @@ extension SwitchboardConfiguration {
             maxQueuedTotal: try values.int("peerjs.queue.total"),
             maxQueuedBytes: try values.int("peerjs.queue.total_bytes"),
             malformedRate: try values.double("peerjs.malformed.rate"),
-            malformedBurst: try values.double("peerjs.malformed.burst")
+            malformedBurst: try values.double("peerjs.malformed.burst"),
+            messageRate: try values.double("peerjs.messages.rate"),
+            messageBurst: try values.double("peerjs.messages.burst")
         )
+    }
+
+    private static func calls(_ values: ConfigValues) throws -> CallConfiguration {
+        var types: [String: CallTypeSettings] = [:]
+        for preset in [CallTypeSettings.meeting, .ringingCall] {
+            let prefix = "call_types.\(preset.name)."
+            types[preset.name] = CallTypeSettings(
+                name: preset.name, membersOnly: try values.bool(prefix + "members_only"), ringing: try values.bool(prefix + "ringing"),
+                maxParticipants: try values.int(prefix + "max_participants"), incomingTimeout: try values.milliseconds(prefix + "incoming_timeout_ms"),
+                autoCancelTimeout: try values.milliseconds(prefix + "auto_cancel_timeout_ms"),
+                busyPolicy: CallTypeSettings.BusyPolicy(rawValue: try values.string(prefix + "busy_policy")) ?? preset.busyPolicy,
+                endWhenInitiatorLeaves: try values.bool(prefix + "end_when_initiator_leaves"), emptyTimeout: try values.milliseconds(prefix + "empty_timeout_ms"),
+                reopen: try values.bool(prefix + "reopen"))
+        }
+        return CallConfiguration(
+            types: types, authTimeout: try values.milliseconds("connect.auth_timeout_ms"), tokenExpiringLead: try values.milliseconds("connect.token_expiring_ms"),
+            resumeWindow: try values.milliseconds("connect.resume_window_ms"), replayBuffer: try values.int("connect.replay_buffer"),
+            idleTimeout: try values.milliseconds("connect.idle_timeout_ms"), maxCustomBytes: try values.int("calls.max_custom_bytes"),
+            ringRatePerMinute: try values.double("calls.ring_rate_per_minute"), ringBurst: try values.double("calls.ring_burst"),
+            dominantSpeakerHold: try values.milliseconds("calls.dominant_speaker_hold_ms"), maxMembers: try values.int("calls.max_members"),
+            connectionsPerUser: try values.int("limits.connections_per_user"), messageRate: try values.double("limits.messages_per_second"),
+            messageBurst: try values.double("limits.message_burst"), authFailuresPerMinute: try values.double("limits.auth_failures_per_minute_per_ip"),
+            authFailureBurst: try values.double("limits.auth_failure_burst_per_ip"))
     }
 
     private static func auth(_ values: ConfigValues) throws -> AuthConfiguration {

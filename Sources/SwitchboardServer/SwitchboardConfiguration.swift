@@ -19,6 +19,12 @@ public struct SwitchboardConfiguration: Sendable {
     public var placement: PlacementConfiguration
     /// Signed user tokens.
     public var auth: AuthConfiguration
+    /// Caps on open sockets and connect rates.
+    public var limits: ConnectionLimits
+    /// The call protocol and call types.
+    public var calls: CallConfiguration
+    /// Where call-protocol sockets connect; `nil` when it is off.
+    public var connectPath: String?
     /// PeerJS mount path and CORS.
     public var peerJSRoutes: PeerJSRoutes
     /// How long shutdown waits for sockets to close.

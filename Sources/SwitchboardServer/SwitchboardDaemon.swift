@@ -30,6 +30,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     private var store: SQLiteStore?
     /// The location table and placement (after ``start()``).
     public private(set) var directory: SFUDirectory?
+    /// The call protocol (after ``start()``; `nil` when `connect.path` is empty).
+    public private(set) var calls: CallHub?
 
     /// Builds the daemon; nothing is opened or bound until ``start()``. `logLevel` is the
     /// control the process's log handlers follow (the admin API and SIGHUP change it).
@@ -39,6 +41,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         self.logLevel = logLevel ?? LogLevelControl(configuration.logLevel)
         let factory = PrometheusMetricsFactory(registry: registry)
         self.hub = SignalingHub(relay: configuration.relay, routes: configuration.peerJSRoutes, metricsFactory: factory, logger: logger)
+        hub.limit(configuration.limits)
         let closes = Dictionary(uniqueKeysWithValues: [CloseCode.messageTooBig, .goingAway].map {
             ($0, CoreMetrics.Counter(label: "switchboard_closes_total", dimensions: [("code", String($0.rawValue))], factory: factory))
         })
@@ -55,6 +58,12 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     public var webSocketURL: String {
         guard let client = configuration.transport.listener(.client) else { return "" }
         return "\(client.usesTLS ? "wss" : "ws")://\(Self.format(client.host)):\(port)\(configuration.peerJSRoutes.webSocketPath)"
+    }
+
+    /// The call-protocol WebSocket URL (`connect.path`), empty when it is off.
+    public var connectURL: String {
+        guard let client = configuration.transport.listener(.client), let path = configuration.connectPath else { return "" }
+        return "\(client.usesTLS ? "wss" : "ws")://\(Self.format(client.host)):\(port)\(path)"
     }
 
     /// The admin API's base URL.
@@ -76,8 +85,9 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let tokens = Blocking.wait { await JWTTokenService(configuration: auth) }
         try store.replaceRegions(configuration.placement.regions)
         try directory.seed(configuration.placement.loadSeed())
+        let calls = try startCalls(store: store, directory: directory, tokens: tokens, factory: factory)
         let context = DaemonAdminContext(
-            hub: hub, transport: transport, store: store, directory: directory, registry: registry,
+            hub: hub, transport: transport, store: store, directory: directory, calls: calls, registry: registry,
             factory: factory, logLevel: logLevel, tokens: tokens)
         context.install(AdminRoutes.router(configuration: configuration.admin, context: context))
         // The hub is ready before the first connection can arrive.
@@ -86,6 +96,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             for move in moves {
                 logger.notice("call moved off a failed SFU", metadata: ["call.cid": "\(move.callID)", "sfu.from": "\(move.from)", "sfu.to": "\(move.to.map(\.rawValue) ?? "none")"])
             }
+            DispatchQueue.global().async { calls?.sfusReassigned(moves, lookup: directory.assignment(of:)) }
         }
         do {
             try lock.withLock {
@@ -93,9 +104,11 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 started = true
                 self.store = store
                 self.directory = directory
+                self.calls = calls
                 try transport.start(sink: hub)
             }
         } catch {
+            calls?.stop()
             hub.stop()
             directory.stop()
             throw error
@@ -129,9 +142,28 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let clean = transport.drain(code: .goingAway, timeout: configuration.drainTimeout)
         if !clean { logger.warning("drain timeout passed with sockets still open; closing them") }
         transport.stop()
+        calls?.stop()
         hub.stop()
         directory?.stop()
         logger.notice("stopped")
+    }
+
+    /// Builds the call hub on the signaling queue, rebuilds call state from the store and
+    /// attaches it to `connect.path`.
+    private func startCalls(store: SQLiteStore, directory: SFUDirectory, tokens: JWTTokenService?, factory: any MetricsFactory) throws -> CallHub? {
+        guard let path = configuration.connectPath else { return nil }
+        let calls = CallHub(
+            queue: hub.queue, configuration: configuration.calls, store: store, placer: DirectoryPlacer(directory: directory), tokenVerifier: tokens,
+            metricsFactory: factory, logger: logger)
+        try calls.start(transport: transport) { [logger] ended in
+            DispatchQueue.global().async {
+                for cid in ended {
+                    do { try directory.release(callID: cid.cid) } catch { logger.warning("placement release failed", metadata: ["call.cid": "\(cid)", "error": "\(error)"]) }
+                }
+            }
+        }
+        hub.attach(calls: calls, path: path)
+        return calls
     }
 
     /// Runs until a graceful shutdown is requested (ServiceLifecycle), then shuts down.

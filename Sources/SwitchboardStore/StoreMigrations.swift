@@ -53,7 +53,79 @@ enum StoreMigrations {
                 table.add(column: "sources", .text).notNull().defaults(to: "")
             }
         }
+        migrator.registerMigration("v6_calls") { db in try createCallTables(db) }
         return migrator
+    }
+
+    /// Calls, their members and ring states, participant sessions, the call event log and
+    /// resumable client connections. No foreign keys: a batch commits in any order.
+    private static func createCallTables(_ db: Database) throws {
+        try db.create(table: "call") { table in
+            table.primaryKey("cid", .text)
+            table.column("type", .text).notNull()
+            table.column("id", .text).notNull()
+            table.column("created_by", .text).notNull()
+            table.column("created_at", .datetime).notNull()
+            table.column("session", .integer).notNull()
+            table.column("ended_at", .datetime)
+            table.column("ended_reason", .text)
+            table.column("rung", .boolean).notNull()
+            table.column("auto_cancel_at", .datetime)
+            table.column("empty_deadline", .datetime)
+            table.column("custom", .text).notNull()
+        }
+        try db.create(index: "call_on_ended_at", on: "call", columns: ["ended_at"])
+        // History pages are keyed on (created_at, cid), newest first.
+        try db.create(index: "call_on_created_at_cid", on: "call", columns: ["created_at", "cid"])
+        try db.create(index: "call_on_type", on: "call", columns: ["type"])
+        try db.create(table: "call_member") { table in
+            table.column("cid", .text).notNull()
+            table.column("user_id", .text).notNull()
+            table.column("added_at", .datetime).notNull()
+            table.column("ring_state", .text).notNull()
+            table.column("ring_reason", .text)
+            table.column("ring_updated_at", .datetime)
+            table.column("ring_deadline", .datetime)
+            table.primaryKey(["cid", "user_id"])
+        }
+        try db.create(index: "call_member_on_user_id", on: "call_member", columns: ["user_id"])
+        try createCallSessionTable(db)
+        try db.create(table: "call_event") { table in
+            table.autoIncrementedPrimaryKey("seq")
+            table.column("cid", .text).notNull()
+            table.column("call_session", .integer).notNull()
+            table.column("at", .datetime).notNull()
+            table.column("type", .text).notNull()
+            table.column("payload", .text).notNull()
+        }
+        try db.create(index: "call_event_on_cid_seq", on: "call_event", columns: ["cid", "seq"])
+        try db.create(table: "client_connection") { table in
+            table.primaryKey("id", .text)
+            table.column("user_id", .text).notNull()
+            table.column("resume_token", .text).notNull()
+            table.column("connected_at", .datetime).notNull()
+            table.column("token_expires_at", .datetime).notNull()
+            table.column("detached_at", .datetime)
+        }
+    }
+
+    private static func createCallSessionTable(_ db: Database) throws {
+        try db.create(table: "call_session") { table in
+            table.primaryKey("session_id", .text)
+            table.column("cid", .text).notNull()
+            table.column("call_session", .integer).notNull()
+            table.column("user_id", .text).notNull()
+            table.column("connection_id", .text).notNull()
+            table.column("role", .text).notNull()
+            table.column("joined_at", .datetime).notNull()
+            table.column("left_at", .datetime)
+            table.column("left_reason", .text)
+            table.column("location", .text)
+            table.column("media", .text).notNull()
+        }
+        try db.create(index: "call_session_on_cid_joined_at", on: "call_session", columns: ["cid", "joined_at"])
+        // Start-up loads the sessions that have not left: a partial index keeps that read small.
+        try db.execute(sql: "CREATE INDEX call_session_active ON call_session(joined_at) WHERE left_at IS NULL")
     }
 
     /// Every migration identifier, oldest first.

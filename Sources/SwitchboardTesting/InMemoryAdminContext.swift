@@ -20,6 +20,8 @@ public final class InMemoryAdminContext: AdminContext, @unchecked Sendable {
     public let sfuStore = InMemorySFUStore()
     public let directory: SFUDirectory
     public var sfus: any SFUAdministration { directory }
+    /// The call administration the routes see; tests set a ``CallHub`` over an in-memory store.
+    public var calls: (any CallAdministration)?
 
     public init(peers: [String] = [], regions: RegionTable = .builtin) {
         connected = Set(peers.compactMap(PeerID.init))

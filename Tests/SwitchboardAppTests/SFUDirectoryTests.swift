@@ -51,7 +51,7 @@ final class SFUDirectoryTests: XCTestCase {
         }
         XCTAssertEqual(placed, ["fra-1": 10, "ams-1": 10])
         XCTAssertThrowsError(try directory.place(callID: "c-over", participants: [LocationHint(region: "fra")])) { error in
-            XCTAssertEqual((error as? SwitchboardError)?.code, .unavailable)
+            XCTAssertEqual((error as? SwitchboardError)?.code, .noSFUAvailable)
         }
         _ = try directory.heartbeat(SFUID("fra-1")!, load: 4, credential: "secret-secret-fra-1", isAdmin: false)
         XCTAssertEqual(try directory.place(callID: "c-after-report", participants: [LocationHint(region: "fra")]).sfu.rawValue, "fra-1")

@@ -7,8 +7,10 @@ import XCTest
 
 /// Starts the real daemon in-process on 127.0.0.1 with a kernel-chosen port.
 final class TestDaemon {
-    let daemon: SwitchboardDaemon
+    private(set) var daemon: SwitchboardDaemon
     let stateDirectory: URL
+    private let configuration: SwitchboardConfiguration
+    private let logger: Logger
     var port: Int { daemon.port }
     var adminPort: Int { daemon.adminPort }
 
@@ -19,11 +21,24 @@ final class TestDaemon {
             "store.directory": .string(stateDirectory.path),
         ]
         values.merge(overrides) { _, new in new }
-        let configuration = try ConfigurationLoader.load(fileContents: nil, environment: [:], overrides: values)
-        let logger: Logger =
+        configuration = try ConfigurationLoader.load(fileContents: nil, environment: [:], overrides: values)
+        logger =
             ProcessInfo.processInfo.environment["TEST_LOGS"] == nil
             ? Logger(label: "switchboard-test", factory: { _ in SwiftLogNoOpLogHandler() })
             : Logger(label: "switchboard-test")
+        daemon = SwitchboardDaemon(configuration: configuration, logger: logger)
+        try daemon.start()
+    }
+
+    /// Shuts the daemon down (open sockets get 1001) and keeps its state directory.
+    func stop() {
+        daemon.shutdown()
+    }
+
+    /// Shuts the daemon down and starts a new one on the same state directory, as after a
+    /// process restart. The ports change.
+    func restart() throws {
+        daemon.shutdown()
         daemon = SwitchboardDaemon(configuration: configuration, logger: logger)
         try daemon.start()
     }

@@ -62,7 +62,7 @@ final class ConfigurationLoaderTests: XCTestCase {
         XCTAssertEqual(defaults.transport, TransportConfiguration(
             listeners: [
                 ListenerConfiguration(
-                    role: .client, host: "0.0.0.0", port: 9000, webSocketPaths: ["/peerjs"], maxRequestBodyBytes: 65536,
+                    role: .client, host: "0.0.0.0", port: 9000, webSocketPaths: ["/peerjs", "/v1/connect"], maxRequestBodyBytes: 65536,
                     onEveryServiceThread: true),
                 ListenerConfiguration(role: .admin, host: "127.0.0.1", port: 8081, maxRequestBodyBytes: 65536, onEveryServiceThread: false),
             ],
@@ -150,7 +150,28 @@ final class ConfigurationLoaderTests: XCTestCase {
         let configuration = try load(#"{"peerjs":{"path":"/myapp/"}}"#)
         XCTAssertEqual(configuration.peerJSRoutes.mountPath, "/myapp/")
         XCTAssertEqual(configuration.peerJSRoutes.webSocketPath, "/myapp/peerjs")
-        XCTAssertEqual(configuration.transport.listener(.client)?.webSocketPaths, ["/myapp/peerjs"])
+        XCTAssertEqual(configuration.transport.listener(.client)?.webSocketPaths, ["/myapp/peerjs", "/v1/connect"])
+    }
+
+    func test_theCallProtocolPathCanMoveOrBeTurnedOffButNotCollideWithPeerJS() throws {
+        XCTAssertEqual(try load(#"{"connect":{"path":"/calls"}}"#).transport.listener(.client)?.webSocketPaths, ["/peerjs", "/calls"])
+        let off = try load(#"{"connect":{"path":""}}"#)
+        XCTAssertNil(off.connectPath)
+        XCTAssertEqual(off.transport.listener(.client)?.webSocketPaths, ["/peerjs"])
+        assertFails(#"{"connect":{"path":"calls"}}"#, naming: "connect.path")
+        assertFails(#"{"connect":{"path":"/peerjs"}}"#, naming: "connect.path")
+    }
+
+    func test_callTypeSettingsComeFromTheirKeys() throws {
+        let configuration = try load(#"{"call_types":{"ringing":{"max_participants":2,"busy_policy":"ring","incoming_timeout_ms":5000}},"limits":{"connections_per_user":3}}"#)
+        let ringing = try XCTUnwrap(configuration.calls.types["ringing"])
+        XCTAssertEqual(ringing.maxParticipants, 2)
+        XCTAssertEqual(ringing.busyPolicy, .ring)
+        XCTAssertEqual(ringing.incomingTimeout, .seconds(5))
+        XCTAssertEqual(configuration.calls.types["default"], .meeting)
+        XCTAssertEqual(configuration.calls.connectionsPerUser, 3)
+        assertFails(#"{"call_types":{"ringing":{"busy_policy":"maybe"}}}"#, naming: "call_types.ringing.busy_policy")
+        assertFails(#"{"call_types":{"default":{"max_participants":0}}}"#, naming: "call_types.default.max_participants")
     }
 
     func test_anUnknownKeyInTheFileFailsNamingTheKey() {

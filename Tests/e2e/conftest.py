@@ -134,14 +134,14 @@ def daemon_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
 
 
-@pytest.fixture
-def switchboard(tmp_path: Path):
-    """Start ``switchboard serve --host 127.0.0.1 --port 0`` and yield a :class:`Switchboard`."""
+def _launch(tmp_path: Path, env: dict[str, str]):
+    """Start ``switchboard serve --host 127.0.0.1 --port 0 --admin-port 0`` in ``tmp_path``;
+    yield a :class:`Switchboard`, then stop it with SIGTERM and require exit code 0."""
     binary = _daemon_binary()
     process = subprocess.Popen(
         [str(binary), "serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"],
         cwd=tmp_path,
-        env=daemon_env(),
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -169,6 +169,35 @@ def switchboard(tmp_path: Path):
         yield Switchboard(process=process, port=output.port, output=output)
     finally:
         _stop(process, output)
+
+
+@pytest.fixture
+def switchboard(tmp_path: Path):
+    """The daemon on the default configuration."""
+    yield from _launch(tmp_path, daemon_env())
+
+
+#: The API secret of the ``switchboard_calls`` daemon (signs user tokens).
+CALLS_API_SECRET = "e2e-secret-0123456789abcdef0123456789"
+
+
+@pytest.fixture
+def switchboard_calls(tmp_path: Path):
+    """The daemon with user tokens enabled (``auth.api_secret``), for the call protocol."""
+    env = daemon_env()
+    env["SWITCHBOARD_AUTH_API_SECRET"] = CALLS_API_SECRET
+    yield from _launch(tmp_path, env)
+
+
+def mint_token(user: str, ttl: str = "1h") -> str:
+    """A user token from ``switchboard token``, signed with :data:`CALLS_API_SECRET`."""
+    env = daemon_env()
+    env["SWITCHBOARD_AUTH_API_SECRET"] = CALLS_API_SECRET
+    done = subprocess.run(
+        [str(_daemon_binary()), "token", "--user", user, "--ttl", ttl],
+        env=env, capture_output=True, text=True, timeout=STOP_TIMEOUT_S, check=True,
+    )
+    return done.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture

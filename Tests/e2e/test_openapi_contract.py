@@ -65,7 +65,7 @@ ADMIN_PATTERN = re.compile(r"admin=http://127\.0\.0\.1:([0-9]+)")
 MAX_BODY = 4096  # transport.max_request_body_bytes for these daemons
 REQUEST_TIMEOUT_S = 10.0
 METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
-SAMPLE_PATH_PARAMETERS = {"id": "nobody"}
+SAMPLE_PATH_PARAMETERS = {"id": "nobody", "type": "default", "session": "nobody"}
 ONE_WAY = {("POST", "/v1/drain")}  # turns readiness off for good: only on a daemon of its own
 
 SPEC = yaml.safe_load(SPEC_PATH.read_text())
@@ -302,7 +302,9 @@ def test_each_path_answers_exactly_its_documented_methods(admin: Admin, path: st
 UNKNOWN_PATHS = [
     "/", "/v1", "/v2/stats", "/v1/stat", "/v1/statsx", "/v1/Stats", "/healthz/x", "/readyz/x",
     "/metrics/x", "/v1/peers/a/b", "/v1/log-level/x", "/v1/drain/x", "/v1/audit/1", "/admin",
-    "/peerjs", "/peerjs/id", "/openapi.yaml", "/v1/connections", "/v1/calls",
+    "/peerjs", "/peerjs/id", "/openapi.yaml", "/v1/connection", "/v1/connections/x", "/v1/call",
+    "/v1/calls/default", "/v1/calls/default/x/y", "/v1/calls/default/x/sessions", "/v1/calls/default/x/end/y",
+    "/v1/calls/default/x/sessions/s/y",
     "/v1/sfu", "/v1/SFUs", "/v1/sfus/a/b", "/v1/sfus/a/drain/x", "/v1/sfus/a/heartbeat/x",
     "/v1/placement", "/v1/placement/explain/x", "/v1/placement/sfus",
 ]
@@ -498,6 +500,58 @@ def test_audit_pagination(admin: Admin) -> None:
         if cursor is None:
             break
     assert walked == ids
+
+
+# --- calls ------------------------------------------------------------------------------
+
+
+def test_call_routes_on_an_empty_store(admin: Admin) -> None:
+    """No call was ever created: empty lists, and 404s with the call codes."""
+    for query in ("", "?state=live&type=default&member=alice&created_from=0&created_before=253402300799999&limit=500",
+                  "?cursor="):
+        reply = admin.call("GET", f"/v1/calls{query}")
+        assert reply.status == 200, (query, reply)
+        assert_conforms("GET", "/v1/calls", reply)
+        assert reply.json() == {"calls": [], "next": None}
+    connections = admin.call("GET", "/v1/connections")
+    assert connections.status == 200, connections
+    assert_conforms("GET", "/v1/connections", connections)
+    for method, path, concrete, code in [
+        ("GET", "/v1/calls/{type}/{id}", "/v1/calls/default/nobody?events=0", "call_not_found"),
+        ("POST", "/v1/calls/{type}/{id}/end", "/v1/calls/default/nobody/end", "call_not_found"),
+        ("DELETE", "/v1/calls/{type}/{id}/sessions/{session}", "/v1/calls/default/nobody/sessions/s-1", "session_not_found"),
+    ]:
+        reply = admin.call(method, concrete)
+        assert reply.status == 404, (concrete, reply)
+        assert reply.json()["error"]["code"] == code
+        assert_conforms(method, path, reply)
+    assert not [e for e in admin.call("GET", "/v1/audit?limit=1000").json()["entries"] if e["action"].startswith("call.")]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["limit=0", "limit=501", "limit=", "state=open", "state=", "type=a.b", "type=", "member=", "created_from=-1",
+     "created_before=1.5", "created_from=253402300800000", "cursor=nope"],
+)
+def test_bad_call_history_queries_are_400(admin: Admin, query: str) -> None:
+    reply = admin.call("GET", f"/v1/calls?{query}")
+    assert reply.status == 400, reply
+    assert reply.json()["error"]["code"] == "invalid_request"
+    assert query.split("=")[0] in reply.json()["error"]["message"]
+    assert_conforms("GET", "/v1/calls", reply)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "concrete"),
+    [("GET", "/v1/calls/{type}/{id}", "/v1/calls/de.fault/x"), ("GET", "/v1/calls/{type}/{id}", "/v1/calls/default/x?events=1001"),
+     ("POST", "/v1/calls/{type}/{id}/end", "/v1/calls/default/" + "x" * 65 + "/end"),
+     ("DELETE", "/v1/calls/{type}/{id}/sessions/{session}", "/v1/calls/default/x/sessions/a%20b")],
+    ids=["bad type", "events", "long id", "bad session"],
+)
+def test_bad_call_addresses_are_400(admin: Admin, method: str, path: str, concrete: str) -> None:
+    reply = admin.call(method, concrete)
+    assert reply.status == 400, reply
+    assert_conforms(method, path, reply)
 
 
 # --- SFUs and placement ------------------------------------------------------------------

@@ -1,0 +1,99 @@
+import Foundation
+import SwitchboardCore
+
+extension CallHub: CallAdministration {
+    public func listCalls(_ query: CallQuery) throws(SwitchboardError) -> CallPage {
+        try storeCall { () throws -> CallPage in try store.listCalls(query) }
+    }
+
+    public func callDetail(_ cid: CallCID, eventLimit: Int) throws(SwitchboardError) -> (detail: CallDetail, sfu: SFUAssignment?)? {
+        guard let detail = try storeCall({ () throws -> CallDetail? in try store.callDetail(cid, eventLimit: eventLimit) }) else { return nil }
+        let sfu = detail.call.isLive ? queue.sync { gateway.engine.call(cid)?.sfu } : nil
+        return (detail, sfu)
+    }
+
+    public func endCall(_ cid: CallCID) throws(SwitchboardError) {
+        try load(cid)
+        try adminAction { gateway, output, now throws(SwitchboardError) in _ = try gateway.adminEnd(cid, now: now, into: &output) }
+    }
+
+    public func removeSession(_ session: SessionID, from cid: CallCID) throws(SwitchboardError) {
+        try load(cid)
+        try adminAction { gateway, output, now throws(SwitchboardError) in try gateway.adminKick(session, from: cid, now: now, into: &output) }
+    }
+
+    /// Brings a call that is not in memory (ended, evicted) in from the store, so admin actions
+    /// on it get `call_ended` rather than `call_not_found`.
+    private func load(_ cid: CallCID) throws(SwitchboardError) {
+        guard !queue.sync(execute: { gateway.holds(cid) }) else { return }
+        guard let (record, members) = try storeCall({ () throws -> (call: CallRecord, members: [MemberRecord])? in try store.loadCall(cid) }) else {
+            return
+        }
+        queue.sync { gateway.adopt(record, members: members) }
+    }
+
+    public func connections() -> [ConnectionView] {
+        queue.sync { gateway.connectionViews }
+    }
+
+    /// Runs an admin change as a batch on the queue; returns once it is committed.
+    private func adminAction(
+        _ body: @escaping (inout CallGateway, inout CallGatewayOutput, Date) throws(SwitchboardError) -> Void
+    ) throws(SwitchboardError) {
+        let result: Result<Void, SwitchboardError> = queue.sync {
+            var failure: SwitchboardError?
+            var committed = true
+            batch(
+                { gateway, output, now in
+                    do throws(SwitchboardError) {
+                        try body(&gateway, &output, now)
+                    } catch {
+                        failure = error
+                    }
+                }, committed: &committed)
+            if let failure { return .failure(failure) }
+            return committed ? .success(()) : .failure(SwitchboardError(.unavailable, "the store did not take the change"))
+        }
+        try result.get()
+    }
+
+    private func storeCall<T>(_ body: () throws -> T) throws(SwitchboardError) -> T {
+        do {
+            return try body()
+        } catch let error as SwitchboardError {
+            throw error
+        } catch {
+            logger.error("call store read failed", metadata: ["error": "\(error)"])
+            throw SwitchboardError(.unavailable, "the store could not be read")
+        }
+    }
+}
+
+extension CallGateway {
+    /// Every client connection, as the admin API lists them (attached first, then by id).
+    public var connectionViews: [ConnectionView] {
+        clients.values.sorted { ($0.socket == nil ? 1 : 0, $0.id) < ($1.socket == nil ? 1 : 0, $1.id) }.map { client in
+            ConnectionView(
+                id: client.id, user: client.user, attached: client.socket != nil, remoteAddress: client.remoteAddress, connectedAt: client.connectedAt,
+                tokenExpiresAt: client.token.expiresAt, detachedAt: client.detachedAt, sessions: engine.sessions(of: client.id).sorted(),
+                lastSeq: client.nextSeq - 1)
+        }
+    }
+}
+
+extension CallHub {
+    /// SFU failover moved these calls: their participants get `call.sfu_changed`. Call from
+    /// any queue but the signaling one (it waits for the commit).
+    public func sfusReassigned(_ moves: [Reassignment], lookup: (SFUID) -> SFUAssignment?) {
+        let resolved = moves.compactMap { move -> (CallCID, SFUAssignment)? in
+            guard let to = move.to, let cid = CallCID(cid: move.callID), let sfu = lookup(to) else { return nil }
+            return (cid, sfu)
+        }
+        guard !resolved.isEmpty else { return }
+        queue.sync {
+            batch { gateway, output, now in
+                for (cid, sfu) in resolved { gateway.sfuChanged(cid, to: sfu, now: now, into: &output) }
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Dispatch
+import Foundation
+import SwitchboardCore
+
+extension CallHub {
+    /// Handles a batch of `/v1/connect` socket events with one commit. Call on ``queue``.
+    public func receive(_ events: [TransportEvent]) {
+        process(events)
+    }
+
+    /// Handles a batch of `/v1/connect` socket events with one commit.
+    func process(_ events: [TransportEvent]) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        preload(events)
+        let placer = self.placer
+        let newID = self.newID
+        batch { gateway, output, now in
+            for event in events {
+                switch event {
+                case .opened(let socket, let upgrade):
+                    let (token, resume) = Self.credentials(upgrade)
+                    gateway.socketOpened(socket, token: token, resume: resume, remoteAddress: upgrade.remoteAddress, now: now, into: &output)
+                case .message(let socket, let bytes, _):
+                    gateway.frameReceived(socket, bytes, placer: placer, newID: newID, now: now, into: &output)
+                case .closed(let socket):
+                    gateway.socketClosed(socket, now: now)
+                case .request:
+                    break
+                }
+            }
+        }
+    }
+
+    /// The token from `Authorization: Bearer …` or `?token=`, and a resume from
+    /// `?resume_token=…&last_seq=…`.
+    static func credentials(_ upgrade: WebSocketUpgrade) -> (String?, ResumeRequest?) {
+        var token = upgrade.query["token"].flatMap { $0.isEmpty ? nil : $0 }
+        if let header = upgrade.headers["authorization"], header.lowercased().hasPrefix("bearer ") {
+            let value = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+            if !value.isEmpty { token = value }
+        }
+        var resume: ResumeRequest?
+        if let resumeToken = upgrade.query["resume_token"], !resumeToken.isEmpty {
+            resume = ResumeRequest(token: resumeToken, lastSeq: UInt64(upgrade.query["last_seq"] ?? "") ?? 0)
+        }
+        return (token, resume)
+    }
+
+    /// Loads calls the frames touch that are not in memory (ended, or evicted) from the store.
+    private func preload(_ events: [TransportEvent]) {
+        for case .message(_, let bytes, _) in events {
+            guard let cid = gateway.needsLoad(bytes) else { continue }
+            do {
+                if let (record, members) = try store.loadCall(cid) { gateway.adopt(record, members: members) }
+            } catch {
+                logger.error("loading a call failed", metadata: ["call.cid": "\(cid)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Runs `body` against the gateway, commits its mutations, then sends. When the commit
+    /// fails nothing of the batch is sent: the gateway rebuilds its calls from the store (the
+    /// truth), every request of the batch is answered `unavailable`, and sockets that
+    /// authenticated in it are closed (1013) so their clients retry.
+    func batch(_ body: (inout CallGateway, inout CallGatewayOutput, Date) -> Void) {
+        var committed = true
+        batch(body, committed: &committed)
+    }
+
+    func batch(_ body: (inout CallGateway, inout CallGatewayOutput, Date) -> Void, committed: inout Bool) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        var output = CallGatewayOutput()
+        body(&gateway, &output, wallClock())
+        guard !output.mutations.isEmpty else {
+            finish(output)
+            return
+        }
+        let started = DispatchTime.now()
+        do {
+            try store.apply(output.mutations)
+            metrics.commit.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds)
+            finish(output)
+        } catch {
+            logger.error("call state commit failed; batch rolled back", metadata: ["error": "\(error)", "mutations": "\(output.mutations.count)"])
+            committed = false
+            rollBack(output)
+        }
+    }
+
+    private func rollBack(_ output: CallGatewayOutput) {
+        let snapshot: CallStateSnapshot?
+        do {
+            snapshot = try store.loadLiveState()
+        } catch {
+            logger.critical("the store can be neither written nor read; call state in memory may be ahead of it", metadata: ["error": "\(error)"])
+            snapshot = nil
+        }
+        let orphaned = gateway.rollBack(output, snapshot: snapshot)
+        let failure = SwitchboardError(.unavailable, "the store did not take the change; try again")
+        var commands: [OutboundCommand] = output.responded.map { .send($0.socket, CallGateway.errorFrame($0.id, failure)) }
+        for case .close(let socket, let code, let reason) in output.commands { commands.append(.close(socket, code, reason: reason)) }
+        commands += orphaned.map { .close($0, .tryAgainLater, reason: "store unavailable") }
+        _ = transport?.submit(commands)
+        // Token checks asked for in the batch still run: their sockets wait for an answer.
+        for check in output.tokenChecks { verify(check) }
+        metrics.update(from: gateway)
+    }
+
+    /// After the commit: send, release placements, verify tokens, count.
+    func finish(_ output: CallGatewayOutput) {
+        if !output.commands.isEmpty, let transport {
+            // Refused sockets (full outbox) are closed by the transport with 1008; their client
+            // connections keep their events for a resume.
+            _ = transport.submit(output.commands)
+        }
+        if !output.calls.releasedPlacements.isEmpty { onCallsEnded?(output.calls.releasedPlacements) }
+        for check in output.tokenChecks { verify(check) }
+        metrics.record(output.calls.metrics, authFailures: output.authFailures, limited: output.limitedRequests)
+        metrics.update(from: gateway)
+    }
+
+    /// Verifies a token off the queue and hands the answer back to the gateway.
+    func verify(_ check: TokenCheck) {
+        guard let verifier = tokenVerifier else {
+            batch { gateway, output, now in
+                gateway.tokenChecked(
+                    check.socket, purpose: check.purpose, result: .failure(SwitchboardError(.unauthenticated, "token authentication is not configured (auth.api_secret)")),
+                    now: now, newID: newID, into: &output)
+            }
+            return
+        }
+        Task {
+            let result: Result<UserToken, SwitchboardError>
+            do throws(SwitchboardError) {
+                result = .success(try await verifier.verify(check.token))
+            } catch {
+                result = .failure(error)
+            }
+            queue.async {
+                let placer = self.placer
+                self.batch { gateway, output, now in
+                    gateway.tokenChecked(check.socket, purpose: check.purpose, result: result, placer: placer, now: now, newID: self.newID, into: &output)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import CoreMetrics
+import Dispatch
+import Foundation
+import Logging
+import SwitchboardCore
+
+/// Runs the call protocol (`/v1/connect`) on the signaling queue: feeds socket events to the
+/// pure ``CallGateway``, commits what it changed to the ``CallStore`` in one transaction per
+/// batch (a group commit), and only then sends the responses and events.
+///
+/// Invariant behind `@unchecked Sendable`: every stored `var` is touched only on `queue`, the
+/// ``SignalingHub``'s serial queue.
+public final class CallHub: @unchecked Sendable {
+    public let queue: DispatchQueue
+    let store: any CallStore
+    let placer: any CallPlacer
+    let wallClock: @Sendable () -> Date
+    let newID: @Sendable () -> String
+    let logger: Logger
+    let metrics: CallMetrics
+    var gateway: CallGateway
+    var tokenVerifier: (any TokenVerifier)?
+    var transport: (any OutboundTransport)?
+    var timer: (any DispatchSourceTimer)?
+    /// Called after a batch ended calls, with their cids (placement release).
+    var onCallsEnded: (@Sendable ([CallCID]) -> Void)?
+
+    /// The wall clock rounded to milliseconds, the precision the store keeps, so state read
+    /// back after a restart equals state in memory.
+    public static let millisecondClock: @Sendable () -> Date = {
+        Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded() / 1000)
+    }
+
+    /// How often deadlines (rings, resume windows, idle sockets, token expiry) are checked.
+    public static let tickInterval: DispatchTimeInterval = .milliseconds(100)
+
+    public init(
+        queue: DispatchQueue, configuration: CallConfiguration, store: any CallStore, placer: any CallPlacer,
+        tokenVerifier: (any TokenVerifier)?, wallClock: @escaping @Sendable () -> Date = CallHub.millisecondClock,
+        newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }, metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
+        logger: Logger
+    ) {
+        self.queue = queue
+        self.store = store
+        self.placer = placer
+        self.tokenVerifier = tokenVerifier
+        self.wallClock = wallClock
+        self.newID = newID
+        self.logger = logger
+        self.metrics = CallMetrics(factory: metricsFactory)
+        self.gateway = CallGateway(configuration: configuration)
+    }
+
+    /// Rebuilds live calls, ring deadlines, sessions and resumable connections from the store
+    /// (sessions whose connection is unknown leave), then starts the deadline timer.
+    public func start(transport: any OutboundTransport, onCallsEnded: (@Sendable ([CallCID]) -> Void)? = nil) throws {
+        let snapshot = try store.loadLiveState()
+        try queue.sync {
+            self.transport = transport
+            self.onCallsEnded = onCallsEnded
+            var output = CallGatewayOutput()
+            gateway.restore(snapshot, now: wallClock(), into: &output)
+            let placer = self.placer
+            gateway.restoreSFUs { placer.current($0) }
+            try store.apply(output.mutations)
+            output.calls.mutations = []
+            finish(output)
+            logger.info(
+                "call state restored",
+                metadata: ["calls": "\(snapshot.calls.count)", "sessions": "\(snapshot.sessions.count)", "connections": "\(snapshot.connections.count)"])
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + Self.tickInterval, repeating: Self.tickInterval)
+            timer.setEventHandler { [weak self] in self?.tick() }
+            timer.resume()
+            self.timer = timer
+        }
+    }
+
+    /// Stops the timer and detaches the transport.
+    public func stop() {
+        queue.sync {
+            timer?.cancel()
+            timer = nil
+            transport = nil
+        }
+    }
+
+    /// Runs `body` on the queue with the gateway, for inspection (admin API, tests).
+    public func withGateway<T: Sendable>(_ body: @Sendable (CallGateway) -> T) -> T {
+        queue.sync { body(gateway) }
+    }
+
+    /// Checks deadlines now (tests drive time with their own clock).
+    public func tickNow() {
+        queue.sync { tick() }
+    }
+
+    func tick() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        batch { gateway, output, now in gateway.tick(now: now, into: &output) }
+    }
+}

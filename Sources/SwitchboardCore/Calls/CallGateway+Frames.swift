@@ -1,0 +1,73 @@
+import Foundation
+
+extension CallGateway {
+    /// `{"id":…,"type":"response","data":…}`.
+    static func response(_ id: JSONValue, _ data: JSONValue) -> [UInt8] {
+        JSONValue.object(["id": id, "type": .string("response"), "data": data]).bytes
+    }
+
+    /// `{"id":…,"type":"error","error":{"code":…,"message":…}}`; no `id` member when the
+    /// frame had none.
+    public static func errorFrame(_ id: JSONValue, _ error: SwitchboardError) -> [UInt8] {
+        var fields: [String: JSONValue] = [
+            "type": .string("error"), "error": .object(["code": .string(error.code.rawValue), "message": .string(error.message)]),
+        ]
+        if id != .null { fields["id"] = id }
+        return JSONValue.object(fields).bytes
+    }
+
+    /// An event frame: `{"type":…,"seq":…,"call_cid":…,"data":…}`.
+    static func eventFrame(type: String, seq: UInt64, cid: CallCID?, data: JSONValue) -> [UInt8] {
+        var fields: [String: JSONValue] = ["type": .string(type), "seq": .number(Double(seq)), "data": data]
+        if let cid { fields["call_cid"] = .string(cid.cid) }
+        return JSONValue.object(fields).bytes
+    }
+
+    /// Delivers every notice of `calls` to its connections, each getting its own `seq`.
+    mutating func deliver(_ notices: [CallNotice], into output: inout CallGatewayOutput) {
+        for notice in notices {
+            var targets = notice.connections
+            for user in notice.users { targets.formUnion(userClients[user] ?? []) }
+            if let except = notice.except { targets.remove(except) }
+            for client in targets.sorted() {
+                emit(type: notice.type, cid: notice.cid, data: notice.data, to: client, into: &output)
+            }
+        }
+    }
+
+    /// Numbers an event for one client connection, keeps it for replay and sends it if the
+    /// connection has a socket.
+    mutating func emit(type: String, cid: CallCID?, data: JSONValue, to client: ClientConnectionID, into output: inout CallGatewayOutput) {
+        guard var connection = clients[client] else { return }
+        let seq = connection.nextSeq
+        connection.nextSeq += 1
+        if output.emitted[client] == nil { output.emitted[client] = seq }
+        let frame = Self.eventFrame(type: type, seq: seq, cid: cid, data: data)
+        connection.buffer.append((seq, frame))
+        if connection.buffer.count > configuration.replayBuffer {
+            connection.buffer.removeFirst(connection.buffer.count - configuration.replayBuffer)
+        }
+        if let socket = connection.socket { output.commands.append(.send(socket, frame)) }
+        clients[client] = connection
+    }
+
+    /// Answers a request.
+    mutating func respond(_ socket: ConnectionID, id: JSONValue, _ result: Result<JSONValue, SwitchboardError>, into output: inout CallGatewayOutput) {
+        switch result {
+        case .success(let data): output.commands.append(.send(socket, Self.response(id, data)))
+        case .failure(let error): output.commands.append(.send(socket, Self.errorFrame(id, error)))
+        }
+        output.responded.append((socket, id))
+    }
+
+    /// Sends an error frame and closes (4001 by default), for a socket that could not
+    /// authenticate; the failure counts against its address.
+    mutating func refuse(
+        _ socket: ConnectionID, id: JSONValue, _ error: SwitchboardError, code: CloseCode = .unauthenticated, into output: inout CallGatewayOutput
+    ) {
+        if let waiting = pending.removeValue(forKey: socket), code == .unauthenticated { countAuthFailure(from: waiting.remoteAddress, at: waiting.openedAt) }
+        output.commands.append(.send(socket, Self.errorFrame(id, error)))
+        output.commands.append(.close(socket, code, reason: error.code.rawValue))
+        output.authFailures.append(code == .unauthenticated ? error.code.rawValue : "limited")
+    }
+}

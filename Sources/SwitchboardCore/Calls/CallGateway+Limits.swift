@@ -1,0 +1,56 @@
+import Foundation
+
+extension Date {
+    /// This wall-clock time as a ``MonotonicTime``, for token buckets fed by wall-clock inputs.
+    var tick: MonotonicTime { MonotonicTime(nanoseconds: Int64(timeIntervalSince1970 * 1e9)) }
+}
+
+extension CallGateway {
+    /// A full request bucket for a new socket.
+    func messageBucket(_ now: Date) -> TokenBucket {
+        TokenBucket(rate: configuration.messageRate, burst: configuration.messageBurst, now: now.tick)
+    }
+
+    /// Takes a request token of `socket`. Without one the request is answered `rate_limited`;
+    /// a socket that keeps sending past a whole burst of refusals is closed (1008).
+    mutating func admitRequest(_ socket: ConnectionID, id: JSONValue, now: Date, into output: inout CallGatewayOutput) -> Bool {
+        guard var state = sockets[socket] else { return false }
+        defer { sockets[socket] = state }
+        if state.bucket.take(now: now.tick) {
+            state.limitedInARow = 0
+            return true
+        }
+        guard Double(state.limitedInARow) <= configuration.messageBurst else { return false }  // being closed
+        state.limitedInARow += 1
+        output.limitedRequests += 1
+        if Double(state.limitedInARow) > configuration.messageBurst {
+            output.commands.append(.close(socket, .policyViolation, reason: "message flood"))
+            return false
+        }
+        respond(socket, id: id, .failure(SwitchboardError(.rateLimited, "more than \(configuration.messageRate) requests a second; slow down")), into: &output)
+        return false
+    }
+
+    /// Counts a failed authentication from `address`.
+    mutating func countAuthFailure(from address: String, at now: Date) {
+        var bucket = authFailures[address] ?? TokenBucket(rate: configuration.authFailuresPerMinute / 60, burst: configuration.authFailureBurst, now: now.tick)
+        _ = bucket.take(now: now.tick)
+        authFailures[address] = bucket
+    }
+
+    /// Whether `address` has used up its failed authentications for now.
+    func isBlocked(_ address: String, now: Date) -> Bool {
+        guard let bucket = authFailures[address] else { return false }
+        return bucket.available(now: now.tick) < 1
+    }
+
+    /// Client connections of `user` that hold a socket.
+    func attachedCount(of user: UserID) -> Int {
+        (userClients[user] ?? []).count { clients[$0]?.socket != nil }
+    }
+
+    /// Forgets failure buckets that have refilled (bounded memory).
+    mutating func pruneAuthFailures(now: Date) {
+        authFailures = authFailures.filter { $0.value.available(now: now.tick) < $0.value.burst }
+    }
+}

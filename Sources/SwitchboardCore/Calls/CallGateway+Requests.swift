@@ -1,0 +1,83 @@
+import Foundation
+
+extension CallGateway {
+    /// Runs one request of an authenticated client and answers it.
+    mutating func handle(
+        _ frame: ClientFrame, on socket: ConnectionID, client: ClientConnection, placer: some CallPlacer, newID: () -> String, now: Date,
+        into output: inout CallGatewayOutput
+    ) {
+        let actor = client.actor
+        switch frame.request {
+        case .auth:
+            respond(socket, id: frame.id, .failure(SwitchboardError(.invalidRequest, "already authenticated")), into: &output)
+        case .ping:
+            output.commands.append(.send(socket, JSONValue.object(["id": frame.id, "type": .string("pong")]).bytes))
+        case .tokenRefresh(let token):
+            output.tokenChecks.append(TokenCheck(socket: socket, token: token, purpose: .refresh(id: frame.id)))
+        default:
+            if let cid = frame.request.cid, !actor.may(touch: cid) {
+                respond(socket, id: frame.id, .failure(SwitchboardError(.forbidden, "this token may not touch \(cid)")), into: &output)
+                return
+            }
+            let result = Result { () throws(SwitchboardError) -> JSONValue in
+                try callRequest(frame.request, actor: actor, remote: client.remoteAddress, placer: placer, newID: newID, now: now, out: &output.calls)
+            }
+            respond(socket, id: frame.id, result, into: &output)
+            flush(into: &output)
+        }
+    }
+
+    private mutating func callRequest(
+        _ request: ClientRequest, actor: CallActor, remote: String, placer: some CallPlacer, newID: () -> String, now: Date, out: inout CallOutput
+    ) throws(SwitchboardError) -> JSONValue {
+        switch request {
+        case .getOrCreate(let cid, let members, let ring, let custom):
+            return try engine.getOrCreate(cid, members: members, ring: ring, custom: custom, by: actor, now: now, out: &out)
+        case .get(let cid):
+            return try engine.get(cid, by: actor)
+        case .join(let cid, let create, let ring, let members, let location):
+            var hint = location ?? LocationHint()
+            hint.ip = remote.isEmpty ? nil : remote
+            return try engine.join(cid, create: create, ring: ring, members: members, location: hint, by: actor, placer: placer, newID: newID, now: now, out: &out)
+        case .leave(let cid, let session):
+            return try engine.leave(cid, session: session, by: actor, now: now, out: &out)
+        case .end(let cid):
+            return try engine.end(cid, by: actor, now: now, out: &out)
+        case .invite(let cid, let members):
+            return try engine.invite(cid, members: members, by: actor, now: now, out: &out)
+        case .accept(let cid):
+            return try engine.accept(cid, by: actor, now: now, out: &out)
+        case .reject(let cid, let reason):
+            return try engine.reject(cid, reason: reason, by: actor, now: now, out: &out)
+        case .updateParticipant(let cid, let session, let update):
+            return try engine.updateParticipant(cid, session: session, update: update, by: actor, now: now, out: &out)
+        case .sendEvent(let cid, let custom):
+            return try engine.sendEvent(cid, custom: custom, by: actor, now: now, out: &out)
+        case .signal(let from, let to, let kind, let payload):
+            return try engine.signal(from: from, to: to, kind: kind, payload: payload, by: actor, out: &out)
+        case .auth, .ping, .tokenRefresh:
+            preconditionFailure("handled before the call dispatch")
+        }
+    }
+
+    /// The call a request would touch, when the host must load it from the store first.
+    public func needsLoad(_ bytes: [UInt8]) -> CallCID? {
+        guard case .success(let frame) = ClientFrame.parse(bytes, maxCustomBytes: configuration.maxCustomBytes), let cid = frame.request.cid else {
+            return nil
+        }
+        return engine.call(cid) == nil ? cid : nil
+    }
+
+    /// Sets live calls' SFUs after a restart (see ``CallEngine/restoreSFUs(_:)``).
+    public mutating func restoreSFUs(_ lookup: (CallCID) -> SFUAssignment?) {
+        engine.restoreSFUs(lookup)
+    }
+
+    /// Whether the engine holds `cid` in memory.
+    public func holds(_ cid: CallCID) -> Bool { engine.call(cid) != nil }
+
+    /// Makes a call loaded from the store known (see ``CallEngine/adopt(_:members:)``).
+    public mutating func adopt(_ record: CallRecord, members: [MemberRecord]) {
+        engine.adopt(record, members: members)
+    }
+}

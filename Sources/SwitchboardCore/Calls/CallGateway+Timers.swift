@@ -1,0 +1,86 @@
+import Foundation
+
+extension CallGateway {
+    /// Fires every deadline due at `now`: auth timeouts, idle sockets, token expiry warnings
+    /// and expiry, resume windows, and the engine's ring and empty-call deadlines.
+    public mutating func tick(now: Date, into output: inout CallGatewayOutput) {
+        for (socket, waiting) in pending.sorted(by: { $0.key < $1.key }) where !waiting.verifying {
+            if now.timeIntervalSince(waiting.openedAt) >= configuration.authTimeout.seconds {
+                refuse(socket, id: .null, SwitchboardError(.unauthenticated, "no auth frame within \(configuration.authTimeout)"), into: &output)
+            }
+        }
+        for (socket, state) in sockets.sorted(by: { $0.key < $1.key }) where now.timeIntervalSince(state.lastActivity) >= configuration.idleTimeout.seconds {
+            sockets[socket] = nil
+            output.commands.append(.close(socket, .idleTimeout, reason: "idle timeout"))
+            detach(state.client, socket: socket, now: now)
+        }
+        for id in clients.keys.sorted() { tickClient(id, now: now, into: &output) }
+        pruneAuthFailures(now: now)
+        engine.tick(now: now, out: &output.calls)
+        flush(into: &output)
+    }
+
+    private mutating func tickClient(_ id: ClientConnectionID, now: Date, into output: inout CallGatewayOutput) {
+        guard let client = clients[id] else { return }
+        if let detached = client.detachedAt {
+            guard now.timeIntervalSince(detached) >= configuration.resumeWindow.seconds else { return }
+            engine.connectionLost(id, now: now, out: &output.calls)
+            clients[id] = nil
+            userClients[client.user]?.remove(id)
+            if userClients[client.user]?.isEmpty == true { userClients[client.user] = nil }
+            output.calls.mutations.append(.deleteConnection(id))
+            return
+        }
+        guard let socket = client.socket else { return }
+        if now >= client.token.expiresAt {
+            sockets[socket] = nil
+            output.commands.append(.send(socket, Self.errorFrame(.null, SwitchboardError(.tokenExpired, "the token expired; reconnect with a new one and resume"))))
+            output.commands.append(.close(socket, .unauthenticated, reason: "token_expired"))
+            detach(id, socket: socket, now: now)
+        } else if !client.expiringSent, now.timeIntervalSince(client.token.expiresAt) >= -configuration.tokenExpiringLead.seconds {
+            clients[id]?.expiringSent = true
+            emit(type: "connection.token_expiring", cid: nil, data: .object(["expires_at": .time(client.token.expiresAt)]), to: id, into: &output)
+        }
+    }
+
+    mutating func detach(_ client: ClientConnectionID, socket: ConnectionID, now: Date) {
+        guard clients[client]?.socket == socket else { return }
+        clients[client]?.socket = nil
+        clients[client]?.detachedAt = now
+    }
+
+    /// Rebuilds from the store at start: live calls, ring deadlines, sessions, and every
+    /// client connection, detached, with a fresh resume window from `now`.
+    /// Sessions whose connection is not on record leave at once (`connection_lost`); commit
+    /// `output` before serving.
+    public mutating func restore(_ snapshot: CallStateSnapshot, now: Date, into output: inout CallGatewayOutput) {
+        engine.restore(snapshot)
+        for record in snapshot.connections {
+            let token = UserToken(userID: record.userID.rawValue, issuedAt: record.connectedAt, expiresAt: record.tokenExpiresAt)
+            let client = ClientConnection(
+                id: record.id, user: record.userID, token: token, resumeToken: record.resumeToken, connectedAt: record.connectedAt, socket: nil,
+                detachedAt: now, remoteAddress: "")
+            // Seqs sent before the restart are unknown: number above any of them (ms × 1000
+            // stays ahead unless a connection got 1,000 events a millisecond).
+            var restored = client
+            restored.nextSeq = UInt64(max(0, now.timeIntervalSince1970 * 1000)) * 1000
+            restored.restored = true
+            clients[record.id] = restored
+            userClients[record.userID, default: []].insert(record.id)
+        }
+        let orphans = snapshot.sessions.filter { engine.callOf(session: $0.sessionID) == nil }
+        for session in snapshot.sessions where clients[session.connection] == nil {
+            engine.connectionLost(session.connection, now: now, out: &output.calls)
+        }
+        for session in orphans {
+            var orphan = session
+            orphan.leftAt = now
+            orphan.leftReason = "call_ended"
+            output.calls.mutations.append(.saveSession(orphan))
+        }
+        flush(into: &output)
+    }
+
+    /// The earliest time ``tick(now:into:)`` has work, other than idle and auth checks.
+    public var nextDeadline: Date? { engine.nextDeadline }
+}

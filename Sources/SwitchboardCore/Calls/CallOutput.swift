@@ -1,0 +1,104 @@
+/// Who is asking: the verified user behind a client connection, with what the token allows.
+public struct CallActor: Sendable, Equatable {
+    public var user: UserID
+    public var connection: ClientConnectionID
+    /// The only cids the token may touch; `nil` for any.
+    public var allowedCIDs: Set<String>?
+    /// The token's role is `admin`: may end any call and join members-only calls.
+    public var isAdmin: Bool
+
+    public init(user: UserID, connection: ClientConnectionID, allowedCIDs: Set<String>? = nil, isAdmin: Bool = false) {
+        self.user = user
+        self.connection = connection
+        self.allowedCIDs = allowedCIDs
+        self.isAdmin = isAdmin
+    }
+
+    /// Whether the token lets this actor touch `cid`.
+    public func may(touch cid: CallCID) -> Bool {
+        allowedCIDs?.contains(cid.cid) ?? true
+    }
+}
+
+/// An event for some set of client connections.
+public struct CallNotice: Sendable, Equatable {
+    /// Connections to reach directly (participants of a call, a session's connection).
+    public var connections: Set<ClientConnectionID>
+    /// Users whose every connection is reached.
+    public var users: Set<UserID>
+    /// One connection to leave out (the device that caused the event).
+    public var except: ClientConnectionID?
+    /// The event's wire type (`call.ring`, `call.participant_joined`, …).
+    public var type: String
+    public var cid: CallCID?
+    public var data: JSONValue
+
+    public init(
+        type: String, cid: CallCID?, data: JSONValue, connections: Set<ClientConnectionID> = [], users: Set<UserID> = [],
+        except: ClientConnectionID? = nil
+    ) {
+        self.type = type
+        self.cid = cid
+        self.data = data
+        self.connections = connections
+        self.users = users
+        self.except = except
+    }
+}
+
+/// Something that happened that metrics count.
+public enum CallMetricEvent: Sendable, Equatable {
+    case callStarted
+    case callEnded(CallEndReason)
+    case joined
+    /// A ring reached a final state; `answeredAfter` is set for accept and reject.
+    case ringOutcome(String, answeredAfter: Duration?)
+}
+
+/// What the call engine asks its host to do: commit these mutations, then deliver these
+/// notices, release these placements and count these events.
+public struct CallOutput: Sendable, Equatable {
+    public var mutations: [CallMutation] = []
+    public var notices: [CallNotice] = []
+    /// Calls that ended: their SFU placement can go.
+    public var releasedPlacements: [CallCID] = []
+    public var metrics: [CallMetricEvent] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { mutations.isEmpty && notices.isEmpty && releasedPlacements.isEmpty && metrics.isEmpty }
+}
+
+/// An SFU as a call's participants see it.
+public struct SFUAssignment: Sendable, Equatable {
+    public var id: String
+    public var url: String
+    public var region: String?
+
+    public init(id: String, url: String, region: String?) {
+        self.id = id
+        self.url = url
+        self.region = region
+    }
+
+    var json: JSONValue {
+        .object(["id": .string(id), "url": .string(url), "region": .optional(region)])
+    }
+}
+
+/// The port through which a join gets its call's SFU. `nil` when no SFU is registered at all
+/// (calls are then peer-to-peer); `no_sfu_available` when SFUs exist but none can take it.
+public protocol CallPlacer {
+    func place(_ cid: CallCID, participants: [LocationHint]) throws(SwitchboardError) -> SFUAssignment?
+    /// The SFU the call has now, without placing it (restart rebuild).
+    func current(_ cid: CallCID) -> SFUAssignment?
+}
+
+/// Placement for frames run where no placer is at hand: peer-to-peer.
+struct NoSFU: CallPlacer {
+    func place(_ cid: CallCID, participants: [LocationHint]) throws(SwitchboardError) -> SFUAssignment? { nil }
+}
+
+extension CallPlacer {
+    public func current(_ cid: CallCID) -> SFUAssignment? { nil }
+}

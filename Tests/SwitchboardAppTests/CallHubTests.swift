@@ -1,0 +1,149 @@
+import Foundation
+import Logging
+import SwitchboardApp
+import SwitchboardCore
+import SwitchboardTesting
+import XCTest
+
+/// A token verifier for tests: the token is the user id; `expired` and `bad` fail.
+private struct NameVerifier: TokenVerifier {
+    let expiresAt: Date
+    func verify(_ token: String) async throws(SwitchboardError) -> UserToken {
+        if token == "expired" { throw SwitchboardError(.tokenExpired, "expired") }
+        if token == "bad" { throw SwitchboardError(.tokenInvalid, "bad signature") }
+        return UserToken(userID: token, issuedAt: expiresAt.addingTimeInterval(-3600), expiresAt: expiresAt)
+    }
+}
+
+/// No SFUs: calls are peer-to-peer.
+private struct NoPlacer: CallPlacer {
+    func place(_ cid: CallCID, participants: [LocationHint]) throws(SwitchboardError) -> SFUAssignment? { nil }
+}
+
+/// Sequential ids, shared by every hub of a test (a restarted hub must not reuse ids).
+private final class IDCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var last = 0
+    func next() -> String { lock.withLock { last += 1; return "id-\(last)" } }
+}
+
+/// A wall clock tests move by hand.
+private final class HandClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current = Date(timeIntervalSince1970: 1_800_000_000)
+    var now: Date { lock.withLock { current } }
+    func advance(_ seconds: TimeInterval) { lock.withLock { current += seconds } }
+}
+
+/// The call hub over the in-memory store and transport: commits before it speaks, one commit
+/// per batch, rollback to the store's truth, rebuild at start.
+final class CallHubTests: XCTestCase {
+    private let store = InMemoryCallStore()
+    private let transport = InMemoryTransport()
+    private let clock = HandClock()
+    private var serial = 0
+    private let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    private let ids = IDCounter()
+
+    private func makeHub() throws -> CallHub {
+        let clock = self.clock
+        let ids = self.ids
+        let hub = CallHub(
+            queue: DispatchQueue(label: "test.calls"), configuration: CallConfiguration(), store: store, placer: NoPlacer(),
+            tokenVerifier: NameVerifier(expiresAt: clock.now.addingTimeInterval(3600)), wallClock: { clock.now },
+            newID: { ids.next() }, logger: logger)
+        try hub.start(transport: transport)
+        return hub
+    }
+
+    private func socket() -> ConnectionID {
+        serial += 1
+        return ConnectionID(thread: 0, serial: UInt64(serial))
+    }
+
+    /// Feeds events as one batch, as the signaling hub does.
+    private func feed(_ hub: CallHub, _ events: [TransportEvent]) {
+        hub.queue.sync { hub.receive(events) }
+    }
+
+    /// Opens an authenticated socket for `user`; returns it once `connection.ok` went out.
+    private func connect(_ hub: CallHub, _ user: String) -> ConnectionID {
+        let id = socket()
+        let before = transport.commands.count
+        feed(hub, [.opened(id, WebSocketUpgrade(path: "/v1/connect", query: ["token": user]))])
+        let sent = transport.waitForCommands(count: before + 1)
+        XCTAssertTrue(frames(sent, to: id).contains { $0["type"] as? String == "connection.ok" }, "no connection.ok for \(user)")
+        return id
+    }
+
+    private func frames(_ commands: [OutboundCommand], to socket: ConnectionID) -> [[String: Any]] {
+        commands.compactMap { command in
+            guard case .send(let target, let bytes) = command, target == socket else { return nil }
+            return try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+        }
+    }
+
+    private func message(_ socket: ConnectionID, _ text: String) -> TransportEvent {
+        .message(socket, Array(text.utf8), isBinary: false)
+    }
+
+    func test_aFailedCommitAnswersUnavailableSendsNoEventAndLeavesStateAsTheStoreHasIt() throws {
+        let hub = try makeHub()
+        let alice = connect(hub, "alice")
+        let bob = connect(hub, "bob")
+        feed(hub, [message(alice, #"{"id":1,"type":"call.join","data":{"type":"default","id":"m","create":true}}"#)])
+        _ = transport.drain()
+        store.failNextApply = true
+        feed(hub, [message(bob, #"{"id":2,"type":"call.join","data":{"type":"default","id":"m"}}"#)])
+        let sent = transport.drain()
+        let answer = try XCTUnwrap(frames(sent, to: bob).first)
+        XCTAssertEqual(answer["type"] as? String, "error")
+        XCTAssertEqual((answer["error"] as? [String: Any])?["code"] as? String, "unavailable")
+        XCTAssertTrue(frames(sent, to: alice).isEmpty, "alice must not hear of a join that was not committed")
+        let participants = hub.withGateway { $0.engine.call(CallCID(type: "default", id: "m")!)?.sessions.count }
+        XCTAssertEqual(participants, 1, "the rolled-back session is gone from memory")
+        XCTAssertEqual(try store.loadLiveState().sessions.count, 1)
+
+        feed(hub, [message(bob, #"{"id":3,"type":"call.join","data":{"type":"default","id":"m"}}"#)])
+        let retry = transport.drain()
+        XCTAssertEqual(frames(retry, to: bob).first?["type"] as? String, "response")
+        let joined = try XCTUnwrap(frames(retry, to: alice).first)
+        XCTAssertEqual(joined["type"] as? String, "call.participant_joined")
+        XCTAssertEqual(joined["seq"] as? Int, 1, "the seq taken back by the rollback is used again")
+    }
+
+    func test_oneBatchOfRequestsIsOneCommit() throws {
+        let hub = try makeHub()
+        let sockets = ["a", "b", "c", "d"].map { connect(hub, $0) }
+        let commits = store.applyCount
+        feed(hub, sockets.map { message($0, #"{"id":1,"type":"call.join","data":{"type":"default","id":"g","create":true}}"#) })
+        XCTAssertEqual(store.applyCount, commits + 1, "four joins in one batch: one transaction")
+        XCTAssertEqual(try store.loadLiveState().sessions.count, 4)
+    }
+
+    func test_aRestartRebuildsLiveCallsAndSessionsLeaveWhenTheirResumeWindowPasses() throws {
+        let first = try makeHub()
+        let alice = connect(first, "alice")
+        feed(first, [message(alice, #"{"id":1,"type":"call.get_or_create","data":{"type":"ringing","id":"r","members":["bob"],"ring":true}}"#)])
+        feed(first, [message(alice, #"{"id":2,"type":"call.join","data":{"type":"ringing","id":"r"}}"#)])
+        first.stop()
+
+        let second = try makeHub()
+        let restored = second.withGateway { $0.engine.call(CallCID(type: "ringing", id: "r")!) }
+        XCTAssertEqual(restored?.ringingMembers.map(\.rawValue), ["bob"])
+        XCTAssertEqual(restored?.sessions.count, 1)
+        XCTAssertEqual(second.withGateway { $0.clients.values.filter { $0.socket == nil }.count }, 1, "alice's connection waits for a resume")
+
+        _ = transport.drain()
+        let bob = connect(second, "bob")
+        XCTAssertTrue(frames(transport.commands, to: bob).contains { $0["type"] as? String == "call.ring" }, "bob is rung when he connects")
+
+        clock.advance(CallConfiguration().resumeWindow.seconds + 1)
+        second.tickNow()
+        let sessions = try XCTUnwrap(store.callDetail(CallCID(type: "ringing", id: "r")!, eventLimit: 10)).sessions
+        XCTAssertEqual(sessions.first?.leftReason, "connection_lost")
+        let call = try XCTUnwrap(store.loadCall(CallCID(type: "ringing", id: "r")!)).call
+        XCTAssertEqual(call.endedReason, .initiatorLeft, "the initiator's session left, so the ringing call ended")
+    }
+}
