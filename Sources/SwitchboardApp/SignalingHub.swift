@@ -35,6 +35,9 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
     var connectPath = "/v1/connect"
     /// Open sockets on the call-protocol path.
     var callSockets: Set<ConnectionID> = []
+    /// The test-only echo path (`testing.echo_path`), and its open sockets.
+    var echoPath: String?
+    var echoSockets: Set<ConnectionID> = []
     /// Caps on open sockets and connect rate per address, for both paths.
     var limiter = ConnectionLimiter(limits: ConnectionLimits())
     /// Sockets refused by a cap, until their close arrives: their frames are dropped.
@@ -121,6 +124,12 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
         queue.sync { address.map(limiter.count(from:)) ?? limiter.openCount }
     }
 
+    /// Serves the test-only echo protocol on `path`: every message comes back as it came
+    /// (text or binary). For WebSocket conformance runs (Autobahn), never for production.
+    public func enableEcho(path: String) {
+        queue.sync { echoPath = path }
+    }
+
     /// Serves the call protocol on `path` (same listener as PeerJS) through `calls`, which
     /// must run on this hub's queue.
     public func attach(calls: CallHub, path: String) {
@@ -137,7 +146,7 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
         let now = clock.now()
         var effects: [RelayEffect] = []
         var responses: [OutboundCommand] = []
-        let (peerEvents, callEvents) = partition(admitted(events, now: now, refusals: &responses))
+        let (peerEvents, callEvents) = partition(echoed(admitted(events, now: now, refusals: &responses), into: &responses))
         if !callEvents.isEmpty { calls?.process(callEvents) }
         for event in peerEvents {
             handle(event, now: now, effects: &effects, responses: &responses)
@@ -172,6 +181,24 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
             kept.append(event)
         }
         return kept
+    }
+
+    /// Answers echo-path events (each message straight back) and returns the rest.
+    private func echoed(_ events: [TransportEvent], into responses: inout [OutboundCommand]) -> [TransportEvent] {
+        guard let echoPath else { return events }
+        return events.filter { event in
+            switch event {
+            case .opened(let socket, let upgrade) where upgrade.path == echoPath:
+                echoSockets.insert(socket)
+            case .message(let socket, let bytes, let isBinary) where echoSockets.contains(socket):
+                responses.append(isBinary ? .sendBinary(socket, bytes) : .send(socket, bytes))
+            case .closed(let socket) where echoSockets.contains(socket):
+                echoSockets.remove(socket)
+            default:
+                return true
+            }
+            return false
+        }
     }
 
     /// Splits a batch into PeerJS events and call-protocol events, keeping each socket's order.

@@ -33,6 +33,8 @@ public struct WebSocketUpgrade: Sendable, Equatable {
 public enum OutboundCommand: Sendable, Equatable {
     /// Queue a text frame on a WebSocket.
     case send(ConnectionID, [UInt8])
+    /// Queue a binary frame on a WebSocket (the test-only echo protocol).
+    case sendBinary(ConnectionID, [UInt8])
     /// Close a WebSocket after the frames already queued.
     case close(ConnectionID, CloseCode, reason: String)
     /// Answer the HTTP request pending on a connection.
@@ -41,7 +43,7 @@ public enum OutboundCommand: Sendable, Equatable {
     /// The connection the command is for.
     public var connection: ConnectionID {
         switch self {
-        case .send(let id, _), .close(let id, _, _), .respond(let id, _): id
+        case .send(let id, _), .sendBinary(let id, _), .close(let id, _, _), .respond(let id, _): id
         }
     }
 }

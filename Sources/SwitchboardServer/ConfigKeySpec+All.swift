@@ -123,6 +123,7 @@ extension ConfigKeySpec {
     }
 
     static let operations: [ConfigKeySpec] = [
+        .init("testing.echo_path", .string(allowed: nil), .string(""), "TEST ONLY: a WebSocket path that echoes every message (Autobahn conformance runs); empty is off."),
         .init("shutdown.drain_timeout_ms", .int(0...600_000), .int(10000), "On SIGTERM/SIGINT, how long to wait for sockets to close before exiting."),
         .init("log.level", .string(allowed: ["trace", "debug", "info", "notice", "warning", "error", "critical"]), .string("info"), "Log level (swift-log)."),
     ]

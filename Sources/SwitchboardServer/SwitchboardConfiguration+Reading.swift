@@ -21,10 +21,15 @@ extension SwitchboardConfiguration {
             throw SwitchboardError(.invalidConfiguration, "connect.path: must start with / and differ from the PeerJS path")
         }
         connectPath = connect.isEmpty ? nil : connect
+        let echo = try values.string("testing.echo_path")
+        guard echo.isEmpty || (echo.hasPrefix("/") && echo != routes.webSocketPath && echo != connect) else {
+            throw SwitchboardError(.invalidConfiguration, "testing.echo_path: must start with / and differ from the other WebSocket paths")
+        }
+        echoPath = echo.isEmpty ? nil : echo
         let client = ListenerConfiguration(
             role: .client, host: try values.string("server.host"), port: try values.int("server.port"),
             tlsCertificateFile: cert.isEmpty ? nil : cert, tlsPrivateKeyFile: key.isEmpty ? nil : key,
-            webSocketPaths: [routes.webSocketPath] + (connect.isEmpty ? [] : [connect]), maxRequestBodyBytes: maxBody, onEveryServiceThread: true)
+            webSocketPaths: [routes.webSocketPath] + (connect.isEmpty ? [] : [connect]) + (echo.isEmpty ? [] : [echo]), maxRequestBodyBytes: maxBody, onEveryServiceThread: true)
         let adminHost = try values.string("admin.host")
         let adminListener = ListenerConfiguration(
             role: .admin, host: adminHost, port: try values.int("admin.port"),

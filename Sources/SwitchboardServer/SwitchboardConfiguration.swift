@@ -23,6 +23,8 @@ public struct SwitchboardConfiguration: Sendable {
     public var limits: ConnectionLimits
     /// The call protocol and call types.
     public var calls: CallConfiguration
+    /// The test-only echo path (`testing.echo_path`); `nil` when off.
+    public var echoPath: String?
     /// Where call-protocol sockets connect; `nil` when it is off.
     public var connectPath: String?
     /// PeerJS mount path and CORS.

@@ -42,6 +42,10 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let factory = PrometheusMetricsFactory(registry: registry)
         self.hub = SignalingHub(relay: configuration.relay, routes: configuration.peerJSRoutes, metricsFactory: factory, logger: logger)
         hub.limit(configuration.limits)
+        if let echo = configuration.echoPath {
+            logger.warning("testing.echo_path is set: \(echo) echoes every message (for conformance tests only)")
+            hub.enableEcho(path: echo)
+        }
         let closes = Dictionary(uniqueKeysWithValues: [CloseCode.messageTooBig, .goingAway].map {
             ($0, CoreMetrics.Counter(label: "switchboard_closes_total", dimensions: [("code", String($0.rawValue))], factory: factory))
         })

@@ -17,7 +17,8 @@ final class LWSConnection {
     var receiving: [UInt8] = []
     var receivingBinary = false
     var receivingInProgress = false
-    var outbox = Deque<[UInt8]>()
+    /// Frames waiting for SERVER_WRITEABLE, with whether each is binary.
+    var outbox = Deque<(bytes: [UInt8], binary: Bool)>()
     var pendingClose: (code: CloseCode, reason: String)?
 
     // HTTP

@@ -37,7 +37,11 @@ final class Mailbox: @unchecked Sendable {
         let wasEmpty = commands.isEmpty && controls.isEmpty
         var refused: Set<ConnectionID> = []
         for command in batch {
-            guard case .send(let id, let frame) = command else {
+            let id = command.connection
+            let frame: [UInt8]
+            switch command {
+            case .send(_, let bytes), .sendBinary(_, let bytes): frame = bytes
+            default:
                 commands.append(command)
                 continue
             }

@@ -18,15 +18,19 @@ extension ServiceThread {
     private func execute(_ command: OutboundCommand) {
         guard let connection = connections[command.connection] else { return }
         switch command {
-        case .send(_, let frame):
+        case .send(_, let frame), .sendBinary(_, let frame):
             guard connection.kind == .webSocket, connection.pendingClose == nil else { return }
-            connection.outbox.append(frame)
+            if case .sendBinary = command {
+                connection.outbox.append((frame, true))
+            } else {
+                connection.outbox.append((frame, false))
+            }
             lws_callback_on_writable(connection.wsi)
         case .close(_, let code, let reason):
             guard connection.kind == .webSocket, connection.pendingClose == nil else { return }
             connection.pendingClose = (code, reason)
             if reason == Mailbox.overflowReason {
-                let dropped = connection.outbox.reduce(0) { $0 + $1.count }
+                let dropped = connection.outbox.reduce(0) { $0 + $1.bytes.count }
                 connection.outbox.removeAll()
                 mailbox.written(dropped, on: connection.id)
                 lws_set_timeout(connection.wsi, PENDING_TIMEOUT_CLOSE_SEND, 2)

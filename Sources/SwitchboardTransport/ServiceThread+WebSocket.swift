@@ -69,9 +69,9 @@ extension ServiceThread {
     private func writeFrames(_ connection: LWSConnection) -> Int32 {
         var written = 0
         defer { mailbox.written(written, on: connection.id) }
-        while let frame = connection.outbox.first {
+        while let (frame, binary) = connection.outbox.first {
             let start = writeBuffer.stage(frame)
-            guard lws_write(connection.wsi, start, frame.count, LWS_WRITE_TEXT) >= 0 else { return -1 }
+            guard lws_write(connection.wsi, start, frame.count, binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT) >= 0 else { return -1 }
             connection.outbox.removeFirst()
             written += frame.count
             if lws_send_pipe_choked(connection.wsi) != 0 { break }

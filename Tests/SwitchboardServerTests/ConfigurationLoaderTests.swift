@@ -160,6 +160,9 @@ final class ConfigurationLoaderTests: XCTestCase {
         XCTAssertEqual(off.transport.listener(.client)?.webSocketPaths, ["/peerjs"])
         assertFails(#"{"connect":{"path":"calls"}}"#, naming: "connect.path")
         assertFails(#"{"connect":{"path":"/peerjs"}}"#, naming: "connect.path")
+        XCTAssertEqual(try load(#"{"testing":{"echo_path":"/echo"}}"#).echoPath, "/echo")
+        XCTAssertNil(try load(nil).echoPath, "the echo protocol is off unless asked for")
+        assertFails(#"{"testing":{"echo_path":"/v1/connect"}}"#, naming: "testing.echo_path")
     }
 
     func test_callTypeSettingsComeFromTheirKeys() throws {
