@@ -11,17 +11,21 @@ extension CallHub {
     /// Handles a batch of `/v1/connect` socket events with one commit.
     func process(_ events: [TransportEvent]) {
         dispatchPrecondition(condition: .onQueue(queue))
-        preload(events)
+        let parsed = events.map { event -> Result<ClientFrame, ClientFrame.ParseFailure>? in
+            guard case .message(_, let bytes, _) = event else { return nil }
+            return gateway.parse(bytes)
+        }
+        preload(parsed)
         let placer = self.placer
         let newID = self.newID
         batch { gateway, output, now in
-            for event in events {
+            for (event, frame) in zip(events, parsed) {
                 switch event {
                 case .opened(let socket, let upgrade):
                     let (token, resume) = Self.credentials(upgrade)
                     gateway.socketOpened(socket, token: token, resume: resume, remoteAddress: upgrade.remoteAddress, now: now, into: &output)
                 case .message(let socket, let bytes, _):
-                    gateway.frameReceived(socket, bytes, placer: placer, newID: newID, now: now, into: &output)
+                    gateway.frameReceived(socket, bytes, parsed: frame ?? gateway.parse(bytes), placer: placer, newID: newID, now: now, into: &output)
                 case .closed(let socket):
                     gateway.socketClosed(socket, now: now)
                 case .request:
@@ -47,9 +51,9 @@ extension CallHub {
     }
 
     /// Loads calls the frames touch that are not in memory (ended, or evicted) from the store.
-    private func preload(_ events: [TransportEvent]) {
-        for case .message(_, let bytes, _) in events {
-            guard let cid = gateway.needsLoad(bytes) else { continue }
+    private func preload(_ frames: [Result<ClientFrame, ClientFrame.ParseFailure>?]) {
+        for case let frame? in frames {
+            guard let cid = gateway.needsLoad(frame) else { continue }
             do {
                 if let (record, members) = try store.loadCall(cid) { gateway.adopt(record, members: members) }
             } catch {

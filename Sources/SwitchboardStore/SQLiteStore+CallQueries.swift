@@ -90,11 +90,11 @@ extension SQLiteStore {
     // MARK: - Rows
 
     static func fetchCall(_ cid: CallCID, _ db: Database) throws -> CallRecord? {
-        try Row.fetchOne(db, sql: "SELECT * FROM call WHERE cid = ?", arguments: [cid.cid]).flatMap(callRecord)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM call WHERE cid = ?"), arguments: [cid.cid]).flatMap(callRecord)
     }
 
     static func fetchMembers(_ cid: CallCID, _ db: Database) throws -> [MemberRecord] {
-        try Row.fetchAll(db, sql: "SELECT * FROM call_member WHERE cid = ? ORDER BY added_at, user_id", arguments: [cid.cid])
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM call_member WHERE cid = ? ORDER BY added_at, user_id"), arguments: [cid.cid])
             .compactMap(memberRecord)
     }
 

@@ -74,18 +74,15 @@ extension SQLiteStore: CallStore {
         case .saveMember(let member): try upsert(member, db)
         case .saveSession(let session): try upsert(session, db)
         case .appendEvent(let event):
-            try db.execute(
-                sql: "INSERT INTO call_event (cid, call_session, at, type, payload) VALUES (?, ?, ?, ?, ?)",
-                arguments: [event.cid.cid, event.callSession, event.at, event.type, event.payload.text])
+            try db.cachedStatement(sql: "INSERT INTO call_event (cid, call_session, at, type, payload) VALUES (?, ?, ?, ?, ?)").execute(arguments: [event.cid.cid, event.callSession, event.at, event.type, event.payload.text])
         case .saveConnection(let connection): try upsert(connection, db)
         case .deleteConnection(let id):
-            try db.execute(sql: "DELETE FROM client_connection WHERE id = ?", arguments: [id.rawValue])
+            try db.cachedStatement(sql: "DELETE FROM client_connection WHERE id = ?").execute(arguments: [id.rawValue])
         }
     }
 
     private static func upsert(_ call: CallRecord, _ db: Database) throws {
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 INSERT INTO call (cid, type, id, created_by, created_at, session, ended_at, ended_reason, rung, auto_cancel_at,
                   empty_deadline, custom)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -93,31 +90,27 @@ extension SQLiteStore: CallStore {
                   session = excluded.session, ended_at = excluded.ended_at, ended_reason = excluded.ended_reason,
                   rung = excluded.rung, auto_cancel_at = excluded.auto_cancel_at, empty_deadline = excluded.empty_deadline,
                   custom = excluded.custom
-                """,
-            arguments: [
+                """).execute(arguments: [
                 call.cid.cid, call.cid.type, call.cid.id, call.createdBy.rawValue, call.createdAt, call.session, call.endedAt,
                 call.endedReason?.rawValue, call.rung, call.autoCancelAt, call.emptyDeadline, call.custom.text,
             ])
     }
 
     private static func upsert(_ member: MemberRecord, _ db: Database) throws {
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 INSERT INTO call_member (cid, user_id, added_at, ring_state, ring_reason, ring_updated_at, ring_deadline)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(cid, user_id) DO UPDATE SET added_at = excluded.added_at, ring_state = excluded.ring_state,
                   ring_reason = excluded.ring_reason, ring_updated_at = excluded.ring_updated_at,
                   ring_deadline = excluded.ring_deadline
-                """,
-            arguments: [
+                """).execute(arguments: [
                 member.cid.cid, member.userID.rawValue, member.addedAt, member.ringState.rawValue, member.ringReason?.rawValue,
                 member.ringUpdatedAt, member.ringDeadline,
             ])
     }
 
     private static func upsert(_ session: SessionRecord, _ db: Database) throws {
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 INSERT INTO call_session (session_id, cid, call_session, user_id, connection_id, role, joined_at, left_at,
                   left_reason, location, media)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -125,8 +118,7 @@ extension SQLiteStore: CallStore {
                   user_id = excluded.user_id, connection_id = excluded.connection_id, role = excluded.role,
                   joined_at = excluded.joined_at, left_at = excluded.left_at, left_reason = excluded.left_reason,
                   location = excluded.location, media = excluded.media
-                """,
-            arguments: [
+                """).execute(arguments: [
                 session.sessionID.rawValue, session.cid.cid, session.callSession, session.userID.rawValue,
                 session.connection.rawValue, session.role.rawValue, session.joinedAt, session.leftAt, session.leftReason,
                 try session.location.map { try jsonText($0) }, try jsonText(session.media),
@@ -134,15 +126,13 @@ extension SQLiteStore: CallStore {
     }
 
     private static func upsert(_ connection: ConnectionRecord, _ db: Database) throws {
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 INSERT INTO client_connection (id, user_id, resume_token, connected_at, token_expires_at, detached_at)
                 VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET user_id = excluded.user_id, resume_token = excluded.resume_token,
                   connected_at = excluded.connected_at, token_expires_at = excluded.token_expires_at,
                   detached_at = excluded.detached_at
-                """,
-            arguments: [
+                """).execute(arguments: [
                 connection.id.rawValue, connection.userID.rawValue, connection.resumeToken, connection.connectedAt,
                 connection.tokenExpiresAt, connection.detachedAt,
             ])

@@ -72,6 +72,7 @@ extension CallEngine {
         let cid = plan.cid
         let record = CallRecord(cid: cid, createdBy: actor.user, createdAt: now, custom: plan.custom)
         calls[cid] = LiveCall(record: record, settings: plan.settings)
+        retime(cid)
         out.mutations.append(.saveCall(record))
         for user in plan.everyone {
             setMember(MemberRecord(cid: cid, userID: user, addedAt: now), in: cid, out: &out)

@@ -4,10 +4,14 @@ extension CallEngine {
     /// Fires every deadline at or before `now`: incoming timeouts (`missed`), auto-cancel
     /// (`no_answer`), empty calls (`empty`); evicts calls that ended a while ago.
     public mutating func tick(now: Date, out: inout CallOutput) {
-        for cid in calls.keys.sorted() {
+        for cid in timedCalls.sorted() {
             guard let call = calls[cid] else { continue }
             guard call.record.isLive else {
-                if let ended = call.record.endedAt, now.timeIntervalSince(ended) > Self.endedRetention { calls[cid] = nil }
+                if let ended = call.record.endedAt, now.timeIntervalSince(ended) > Self.endedRetention {
+                    calls[cid] = nil
+                    endedCount -= 1
+                    timedCalls.remove(cid)
+                }
                 continue
             }
             for user in call.ringingMembers where (call.members[user]?.ringDeadline ?? .distantFuture) <= now {
@@ -38,7 +42,8 @@ extension CallEngine {
     /// The earliest deadline the engine is waiting for, so the host can sleep until then.
     public var nextDeadline: Date? {
         var earliest: Date?
-        for call in calls.values where call.record.isLive {
+        for cid in timedCalls {
+            guard let call = calls[cid], call.record.isLive else { continue }
             let ringDeadlines = call.members.values.compactMap { $0.ringState == .ringing ? $0.ringDeadline : nil }
             for deadline in ringDeadlines + [call.record.autoCancelAt, call.record.emptyDeadline].compactMap({ $0 }) {
                 earliest = min(earliest ?? deadline, deadline)
@@ -56,6 +61,7 @@ extension CallEngine {
             var call = LiveCall(record: record, settings: settings, members: members[record.cid] ?? [], sessions: sessions[record.cid] ?? [])
             call.sessions = call.sessions.filter { $0.value.callSession == record.session && record.isLive }
             calls[record.cid] = call
+            retime(record.cid)
             for session in call.sessions.values { index(session) }
             for member in call.members.values where member.ringState == .ringing {
                 ringingCalls[member.userID, default: []].insert(record.cid)

@@ -20,6 +20,11 @@ public struct CallEngine: Sendable {
     var ringingCalls: [UserID: Set<CallCID>] = [:]
     /// Rings each user may still receive.
     var ringBuckets: [UserID: TokenBucket] = [:]
+    /// Calls with a deadline (ring, auto-cancel, empty) or ended (to evict): the only ones
+    /// ``tick(now:out:)`` visits.
+    var timedCalls: Set<CallCID> = []
+    /// Ended calls still in memory.
+    var endedCount = 0
 
     /// Ended calls stay in memory this long for quick reopening, then are evicted.
     public static let endedRetention: TimeInterval = 60
@@ -32,7 +37,7 @@ public struct CallEngine: Sendable {
     public func call(_ cid: CallCID) -> LiveCall? { calls[cid] }
 
     /// The number of live calls.
-    public var liveCallCount: Int { calls.values.count(where: { $0.record.isLive }) }
+    public var liveCallCount: Int { calls.count - endedCount }
 
     /// The number of active participant sessions.
     public var sessionCount: Int { sessionCalls.count }
@@ -63,6 +68,8 @@ public struct CallEngine: Sendable {
     public mutating func adopt(_ record: CallRecord, members: [MemberRecord]) {
         guard calls[record.cid] == nil, let settings = configuration.types[record.cid.type] else { return }
         calls[record.cid] = LiveCall(record: record, settings: settings, members: members)
+        if !record.isLive { endedCount += 1 }
+        retime(record.cid)
         for member in members where member.ringState == .ringing && record.isLive {
             ringingCalls[member.userID, default: []].insert(record.cid)
         }
@@ -72,6 +79,7 @@ public struct CallEngine: Sendable {
 
     mutating func setMember(_ member: MemberRecord, in cid: CallCID, out: inout CallOutput) {
         calls[cid]?.members[member.userID] = member
+        retime(cid)
         if member.ringState == .ringing {
             ringingCalls[member.userID, default: []].insert(cid)
         } else {
@@ -82,8 +90,22 @@ public struct CallEngine: Sendable {
     }
 
     mutating func saveRecord(_ record: CallRecord, out: inout CallOutput) {
+        if let before = calls[record.cid]?.record, before.isLive != record.isLive { endedCount += record.isLive ? -1 : 1 }
         calls[record.cid]?.record = record
+        retime(record.cid)
         out.mutations.append(.saveCall(record))
+    }
+
+    /// Keeps ``timedCalls`` in step with a call's deadlines.
+    mutating func retime(_ cid: CallCID) {
+        guard let call = calls[cid] else {
+            timedCalls.remove(cid)
+            return
+        }
+        let record = call.record
+        let timed = !record.isLive || record.autoCancelAt != nil || record.emptyDeadline != nil
+            || call.members.values.contains { $0.ringState == .ringing }
+        if timed { timedCalls.insert(cid) } else { timedCalls.remove(cid) }
     }
 
     mutating func index(_ session: SessionRecord) {

@@ -36,6 +36,7 @@ extension CallGateway {
             case .success(let token):
                 clients[client.id]?.token = token
                 clients[client.id]?.expiringSent = false
+                wake(by: deadline(of: clients[client.id]!))
                 output.calls.mutations.append(.saveConnection(clients[client.id]!.record))
                 respond(socket, id: id, .success(.object(["expires_at": .time(token.expiresAt)])), into: &output)
             }
@@ -73,6 +74,7 @@ extension CallGateway {
         output.createdClients.insert(client.id)
         sockets[socket] = SocketState(client: client.id, lastActivity: now, remoteAddress: waiting.remoteAddress, bucket: messageBucket(now))
         output.calls.mutations.append(.saveConnection(client.record))
+        wake(by: min(deadline(of: client), now.addingTimeInterval(configuration.idleTimeout.seconds)))
         respondOK(socket, id: id, client: client, resumed: false, replayed: 0, complete: true, into: &output)
         for notice in engine.pendingRings(for: user) {
             emit(type: notice.type, cid: notice.cid, data: notice.data, to: client.id, into: &output)
@@ -106,6 +108,7 @@ extension CallGateway {
         clients[client.id] = client
         sockets[socket] = SocketState(client: client.id, lastActivity: now, remoteAddress: remote, bucket: messageBucket(now))
         output.calls.mutations.append(.saveConnection(client.record))
+        wake(by: min(deadline(of: client), now.addingTimeInterval(configuration.idleTimeout.seconds)))
         respondOK(socket, id: id, client: client, resumed: true, replayed: missed.count, complete: complete, into: &output)
         for event in missed { output.commands.append(.send(socket, event.frame)) }
         if !complete {

@@ -60,11 +60,9 @@ extension CallGateway {
         }
     }
 
-    /// The call a request would touch, when the host must load it from the store first.
-    public func needsLoad(_ bytes: [UInt8]) -> CallCID? {
-        guard case .success(let frame) = ClientFrame.parse(bytes, maxCustomBytes: configuration.maxCustomBytes), let cid = frame.request.cid else {
-            return nil
-        }
+    /// The call a parsed request would touch, when the host must load it from the store first.
+    public func needsLoad(_ parsed: Result<ClientFrame, ClientFrame.ParseFailure>) -> CallCID? {
+        guard case .success(let frame) = parsed, let cid = frame.request.cid else { return nil }
         return engine.call(cid) == nil ? cid : nil
     }
 

@@ -8,6 +8,7 @@ extension CallGateway {
         _ socket: ConnectionID, token: String?, resume: ResumeRequest?, remoteAddress: String, now: Date, into output: inout CallGatewayOutput
     ) {
         pending[socket] = PendingSocket(openedAt: now, remoteAddress: remoteAddress, verifying: token != nil)
+        wake(by: now.addingTimeInterval(configuration.authTimeout.seconds))
         if isBlocked(remoteAddress, now: now) {
             refuse(socket, id: .null, SwitchboardError(.rateLimited, "too many failed authentications from this address; try later"), code: .tryAgainLater, into: &output)
             return
@@ -20,16 +21,27 @@ extension CallGateway {
     public mutating func socketClosed(_ socket: ConnectionID, now: Date) {
         pending[socket] = nil
         guard let state = sockets.removeValue(forKey: socket) else { return }
-        guard clients[state.client]?.socket == socket else { return }
-        clients[state.client]?.socket = nil
-        clients[state.client]?.detachedAt = now
+        detach(state.client, socket: socket, now: now)
     }
 
     /// A text frame arrived.
     public mutating func frameReceived(
         _ socket: ConnectionID, _ bytes: [UInt8], placer: some CallPlacer, newID: () -> String, now: Date, into output: inout CallGatewayOutput
     ) {
-        let parsed = ClientFrame.parse(bytes, maxCustomBytes: configuration.maxCustomBytes)
+        frameReceived(socket, bytes, parsed: parse(bytes), placer: placer, newID: newID, now: now, into: &output)
+    }
+
+    /// Parses a frame with this gateway's limits (hosts parse once, look at the call it
+    /// touches, then hand both to ``frameReceived(_:_:parsed:placer:newID:now:into:)``).
+    public func parse(_ bytes: [UInt8]) -> Result<ClientFrame, ClientFrame.ParseFailure> {
+        ClientFrame.parse(bytes, maxCustomBytes: configuration.maxCustomBytes)
+    }
+
+    /// A text frame arrived, already parsed.
+    public mutating func frameReceived(
+        _ socket: ConnectionID, _ bytes: [UInt8], parsed: Result<ClientFrame, ClientFrame.ParseFailure>, placer: some CallPlacer,
+        newID: () -> String, now: Date, into output: inout CallGatewayOutput
+    ) {
         if let waiting = pending[socket] {
             unauthenticatedFrame(socket, bytes, parsed, waiting, into: &output)
             return

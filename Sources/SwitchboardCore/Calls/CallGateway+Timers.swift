@@ -3,7 +3,18 @@ import Foundation
 extension CallGateway {
     /// Fires every deadline due at `now`: auth timeouts, idle sockets, token expiry warnings
     /// and expiry, resume windows, and the engine's ring and empty-call deadlines.
+    /// Sockets and connections are scanned only when the earliest of their deadlines is due
+    /// (``wakeAt``), so an idle daemon with many connections does not walk them every tick.
     public mutating func tick(now: Date, into output: inout CallGatewayOutput) {
+        if now >= wakeAt {
+            scanConnections(now: now, into: &output)
+            wakeAt = nextConnectionDeadline(now: now)
+        }
+        engine.tick(now: now, out: &output.calls)
+        flush(into: &output)
+    }
+
+    private mutating func scanConnections(now: Date, into output: inout CallGatewayOutput) {
         for (socket, waiting) in pending.sorted(by: { $0.key < $1.key }) where !waiting.verifying {
             if now.timeIntervalSince(waiting.openedAt) >= configuration.authTimeout.seconds {
                 refuse(socket, id: .null, SwitchboardError(.unauthenticated, "no auth frame within \(configuration.authTimeout)"), into: &output)
@@ -16,8 +27,30 @@ extension CallGateway {
         }
         for id in clients.keys.sorted() { tickClient(id, now: now, into: &output) }
         pruneAuthFailures(now: now)
-        engine.tick(now: now, out: &output.calls)
-        flush(into: &output)
+    }
+
+    /// The earliest auth, idle, token or resume-window deadline (a lower bound: activity only
+    /// moves deadlines later).
+    func nextConnectionDeadline(now: Date) -> Date {
+        var earliest = Date.distantFuture
+        for waiting in pending.values where !waiting.verifying {
+            earliest = min(earliest, waiting.openedAt.addingTimeInterval(configuration.authTimeout.seconds))
+        }
+        for state in sockets.values { earliest = min(earliest, state.lastActivity.addingTimeInterval(configuration.idleTimeout.seconds)) }
+        for client in clients.values { earliest = min(earliest, deadline(of: client)) }
+        if !authFailures.isEmpty { earliest = min(earliest, now.addingTimeInterval(60)) }
+        return earliest
+    }
+
+    /// When `client` next needs attention: its resume window's end, or its token's warning/expiry.
+    func deadline(of client: ClientConnection) -> Date {
+        if let detached = client.detachedAt { return detached.addingTimeInterval(configuration.resumeWindow.seconds) }
+        return client.expiringSent ? client.token.expiresAt : client.token.expiresAt.addingTimeInterval(-configuration.tokenExpiringLead.seconds)
+    }
+
+    /// Makes the next tick scan connections no later than `date`.
+    mutating func wake(by date: Date) {
+        wakeAt = min(wakeAt, date)
     }
 
     private mutating func tickClient(_ id: ClientConnectionID, now: Date, into output: inout CallGatewayOutput) {
@@ -47,6 +80,7 @@ extension CallGateway {
         guard clients[client]?.socket == socket else { return }
         clients[client]?.socket = nil
         clients[client]?.detachedAt = now
+        wake(by: now.addingTimeInterval(configuration.resumeWindow.seconds))
     }
 
     /// Rebuilds from the store at start: live calls, ring deadlines, sessions, and every
@@ -67,6 +101,7 @@ extension CallGateway {
             restored.restored = true
             clients[record.id] = restored
             userClients[record.userID, default: []].insert(record.id)
+            wake(by: deadline(of: restored))
         }
         let orphans = snapshot.sessions.filter { engine.callOf(session: $0.sessionID) == nil }
         for session in snapshot.sessions where clients[session.connection] == nil {

@@ -16,6 +16,8 @@ public struct CallGateway: Sendable {
     /// Client connections, attached to a socket or waiting for a resume.
     public internal(set) var clients: [ClientConnectionID: ClientConnection] = [:]
     var userClients: [UserID: Set<ClientConnectionID>] = [:]
+    /// When ``tick(now:into:)`` next scans sockets and connections.
+    var wakeAt = Date.distantPast
     /// Failed authentications per remote address (``CallConfiguration/authFailuresPerMinute``).
     var authFailures: [String: TokenBucket] = [:]
 
