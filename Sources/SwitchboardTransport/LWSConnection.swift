@@ -17,6 +17,8 @@ final class LWSConnection {
     var receiving: [UInt8] = []
     var receivingBinary = false
     var receivingInProgress = false
+    /// A message went over `max_message_bytes`: further input is dropped until the 1009 close.
+    var discardingInput = false
     /// Frames waiting for SERVER_WRITEABLE, with whether each is binary.
     var outbox = Deque<(bytes: [UInt8], binary: Bool)>()
     var pendingClose: (code: CloseCode, reason: String)?

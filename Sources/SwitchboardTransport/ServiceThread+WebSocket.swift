@@ -47,14 +47,14 @@ extension ServiceThread {
 
     private func receive(_ connection: LWSConnection, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
         let wsi = connection.wsi
+        guard !connection.discardingInput else { return 0 }
         if !connection.receivingInProgress {
             connection.receivingInProgress = true
             connection.receivingBinary = lws_frame_is_binary(wsi) != 0
         }
         guard connection.receiving.count + length <= configuration.maxMessageBytes else {
-            closeReason(wsi, .messageTooBig, "message exceeds max_message_bytes")
-            onClose?(.messageTooBig)
-            return -1
+            refuseOversized(connection)
+            return 0
         }
         if let input, length > 0 {
             connection.receiving.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
@@ -64,6 +64,21 @@ extension ServiceThread {
         connection.receiving = []
         connection.receivingInProgress = false
         return 0
+    }
+
+    /// Closes with 1009 through the writable callback (so the close frame goes out even with
+    /// more of the message still arriving), reading nothing more from the socket meanwhile.
+    private func refuseOversized(_ connection: LWSConnection) {
+        connection.discardingInput = true
+        connection.receiving = []
+        onClose?(.messageTooBig)
+        lws_rx_flow_control(connection.wsi, 0)
+        let dropped = connection.outbox.reduce(0) { $0 + $1.bytes.count }
+        connection.outbox.removeAll()
+        mailbox.written(dropped, on: connection.id)
+        connection.pendingClose = (.messageTooBig, "message exceeds max_message_bytes")
+        lws_set_timeout(connection.wsi, PENDING_TIMEOUT_CLOSE_SEND, 2)
+        lws_callback_on_writable(connection.wsi)
     }
 
     private func writeFrames(_ connection: LWSConnection) -> Int32 {

@@ -105,7 +105,7 @@ final class ServiceThread: @unchecked Sendable {
         info.foreign_loops = loops
         info.user = Unmanaged.passUnretained(self).toOpaque()
         info.timeout_secs = UInt32(max(1, configuration.handshakeTimeout.milliseconds / 1000))
-        info.max_http_header_pool = 64
+        info.max_http_header_pool = 256
         guard let context = lws_create_context(&info) else {
             throw TransportError("libwebsockets could not create a context (is libwebsockets-evlib-ev installed?)")
         }
@@ -143,6 +143,11 @@ final class ServiceThread: @unchecked Sendable {
         info.protocols = UnsafePointer(protocols)
         info.retry_and_idle_policy = UnsafePointer(retryPolicy)
         info.options = UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
+        // Vhost fields: without them a connection that never finishes its request holds a
+        // header buffer for lws's defaults (10 s idle, longer before any byte).
+        let handshake = UInt32(max(1, configuration.handshakeTimeout.milliseconds / 1000))
+        info.timeout_secs = handshake
+        info.timeout_secs_ah_idle = handshake
         let name = strdup("\(listener.role.rawValue)-\(index)")
         defer { free(name) }
         info.vhost_name = UnsafePointer(name)
