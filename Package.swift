@@ -168,3 +168,39 @@ let package = Package(
         ),
     ]
 )
+
+// MARK: - Fuzzing (scripts/fuzz, docs/fuzzing.md)
+//
+// One libFuzzer executable per parser, all calling the per-input logic in SwitchboardFuzzing,
+// which the regression tests (SwitchboardFuzzTests) replay too. Built by scripts/fuzz with
+// `--sanitize=fuzzer --sanitize=address`; in a plain build the executables replay files.
+let fuzzTargets: [(product: String, directory: String)] = [
+    ("fuzz-peerjs-frame", "FuzzPeerJSFrame"),
+    ("fuzz-call-frame", "FuzzCallFrame"),
+    ("fuzz-admin-body", "FuzzAdminBody"),
+    ("fuzz-token", "FuzzToken"),
+    ("fuzz-config", "FuzzConfig"),
+]
+package.targets += [
+    .target(
+        name: "SwitchboardFuzzing",
+        dependencies: [
+            "SwitchboardCore", "SwitchboardApp", "SwitchboardAdmin", "SwitchboardAuth", "SwitchboardServer", "SwitchboardTesting",
+            .product(name: "JWTKit", package: "jwt-kit"),
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        path: "Fuzz/SwitchboardFuzzing",
+        swiftSettings: strictSettings
+    ),
+    .testTarget(
+        name: "SwitchboardFuzzTests",
+        dependencies: ["SwitchboardFuzzing"],
+        path: "Fuzz/RegressionTests",
+        swiftSettings: strictSettings
+    ),
+]
+package.targets += fuzzTargets.map { target in
+    .executableTarget(
+        name: target.product, dependencies: ["SwitchboardFuzzing"], path: "Fuzz/\(target.directory)", swiftSettings: strictSettings)
+}
+package.products += fuzzTargets.map { .executable(name: $0.product, targets: [$0.product]) }

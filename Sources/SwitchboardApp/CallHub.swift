@@ -82,6 +82,7 @@ public final class CallHub: @unchecked Sendable {
             timer?.cancel()
             timer = nil
             transport = nil
+            onCallsEnded = nil
         }
     }
 

@@ -67,6 +67,7 @@ public final class SFUDirectory: @unchecked Sendable {
         queue.sync {
             healthTimer?.cancel()
             healthTimer = nil
+            onReassigned = nil
         }
     }
 

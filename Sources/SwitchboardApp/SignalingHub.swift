@@ -84,6 +84,7 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
             sweepTimer?.cancel()
             sweepTimer = nil
             transport = nil
+            adminHandler = nil
         }
     }
 

@@ -42,7 +42,7 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     }
 
     /// Installs the router (built from this context) that ``respond(to:)`` uses.
-    func install(_ router: AdminRouter) { lock.withLock { self.router = router } }
+    func install(_ router: AdminRouter?) { lock.withLock { self.router = router } }
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
         let started = DispatchTime.now()

@@ -28,6 +28,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     private var started = false
     private var stopped = false
     private var store: SQLiteStore?
+    private var adminContext: DaemonAdminContext?
     /// The location table and placement (after ``start()``).
     public private(set) var directory: SFUDirectory?
     /// The call protocol (after ``start()``; `nil` when `connect.path` is empty).
@@ -107,6 +108,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 precondition(!started, "start() called twice")
                 started = true
                 self.store = store
+                self.adminContext = context
                 self.directory = directory
                 self.calls = calls
                 try transport.start(sink: hub)
@@ -149,6 +151,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         calls?.stop()
         hub.stop()
         directory?.stop()
+        lock.withLock { adminContext }?.install(nil)
         logger.notice("stopped")
     }
 

@@ -22,7 +22,8 @@ final class Mailbox: @unchecked Sendable {
     private var pendingBytes: [ConnectionID: Int] = [:]
     private var overflowed: Set<ConnectionID> = []
     private var wake: (() -> Void)?
-    private(set) var stopRequested = false
+    private var stopFlag = false
+    var stopRequested: Bool { lock.withLock { stopFlag } }
     private var openWebSockets = 0
     private let outboxLimit: Int
 
@@ -71,7 +72,7 @@ final class Mailbox: @unchecked Sendable {
     func requestStop() {
         lock.lock()
         defer { lock.unlock() }
-        stopRequested = true
+        stopFlag = true
         wake?()
     }
 
@@ -103,7 +104,7 @@ final class Mailbox: @unchecked Sendable {
     func take() -> (commands: [OutboundCommand], controls: [Control], stop: Bool) {
         lock.lock()
         defer { lock.unlock() }
-        let taken = (commands, controls, stopRequested)
+        let taken = (commands, controls, stopFlag)
         commands = []
         controls = []
         return taken

@@ -24,6 +24,7 @@ final class ServiceThread: @unchecked Sendable {
     private var protocols: UnsafeMutablePointer<lws_protocols>?
     private var retryPolicy: UnsafeMutablePointer<lws_retry_bo_t>?
     private var foreignLoops: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+    private var vhostNames: [UnsafeMutablePointer<CChar>] = []
 
     var connections: [ConnectionID: LWSConnection] = [:]
     var connectionsByWSI: [OpaquePointer: LWSConnection] = [:]
@@ -148,8 +149,8 @@ final class ServiceThread: @unchecked Sendable {
         let handshake = UInt32(max(1, configuration.handshakeTimeout.milliseconds / 1000))
         info.timeout_secs = handshake
         info.timeout_secs_ah_idle = handshake
-        let name = strdup("\(listener.role.rawValue)-\(index)")
-        defer { free(name) }
+        let name = strdup("\(listener.role.rawValue)-\(index)")!
+        vhostNames.append(name)
         info.vhost_name = UnsafePointer(name)
         var certificate: UnsafeMutablePointer<CChar>?
         var privateKey: UnsafeMutablePointer<CChar>?
@@ -192,6 +193,8 @@ final class ServiceThread: @unchecked Sendable {
         }
         retryPolicy?.deallocate()
         foreignLoops?.deallocate()
+        for name in vhostNames { free(name) }
+        vhostNames = []
         for listener in listeners where listener.vhost == nil { _ = sb_close(listener.fd) }
     }
 

@@ -110,7 +110,8 @@ final class PeerJSRelayTests: XCTestCase {
     func test_aFragmentedMessageOverTheLimitAlsoClosesWith1009() throws {
         let daemon = try TestDaemon(["transport.max_message_bytes": .int(1024)])
         let alice = try daemon.peer(id: "alice")
-        try alice.sendFragmented(String(repeating: "y", count: 3000), pieces: 6)
+        // The daemon may close while the last fragments are still on their way (EPIPE here).
+        try? alice.sendFragmented(String(repeating: "y", count: 3000), pieces: 6)
         XCTAssertEqual(try alice.awaitClose(), 1009)
     }
 

@@ -1,0 +1,20 @@
+// libFuzzer target: the JSON config file (ConfigurationLoader) and the CSV data files.
+// Built by scripts/fuzz with -sanitize=fuzzer,address and -DSWITCHBOARD_FUZZING (libFuzzer
+// provides main). The per-input logic lives in SwitchboardFuzzing (FuzzTarget.config), which
+// the regression tests (Fuzz/RegressionTests) replay too.
+import SwitchboardFuzzing
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let bytes = size > 0 && data != nil ? Array(UnsafeBufferPointer(start: data, count: size)) : []
+    FuzzTarget.config.runTrappingOnFinding(bytes)
+    return 0
+}
+
+#if !SWITCHBOARD_FUZZING
+/// A plain build has no libFuzzer: it replays the files or directories given as arguments.
+@main
+enum Replay {
+    static func main() { FuzzTarget.config.replayMain() }
+}
+#endif
