@@ -185,7 +185,8 @@ package.targets += [
     .target(
         name: "SwitchboardFuzzing",
         dependencies: [
-            "SwitchboardCore", "SwitchboardApp", "SwitchboardAdmin", "SwitchboardAuth", "SwitchboardServer", "SwitchboardTesting",
+            "SwitchboardCore", "SwitchboardApp", "SwitchboardAdmin", "SwitchboardAuth", "SwitchboardServer", "SwitchboardStore",
+            "SwitchboardTesting",
             .product(name: "JWTKit", package: "jwt-kit"),
             .product(name: "Logging", package: "swift-log"),
         ],

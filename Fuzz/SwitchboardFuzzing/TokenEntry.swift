@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SwitchboardAuth
 import SwitchboardCore
+import SwitchboardStore
 
 /// User tokens through ``JWTTokenService/verify(_:)`` with a fixed secret and clock.
 ///
@@ -14,6 +15,10 @@ import SwitchboardCore
 /// A finding: a token accepted whose signature is not HMAC-SHA256 over its first two parts
 /// with the secret (computed independently here), or an accepted token that breaks the
 /// documented checks (user id 1–256 bytes, not expired, not issued in the future).
+///
+/// An accepted token whose user id the call gateway takes then goes where the daemon puts it:
+/// a client connection record (`tokenExpiresAt` is the token's `exp`) saved to and read back
+/// from a real ``SQLiteStore``, as after a restart. A trap there is a finding like any other.
 enum TokenEntry {
     static let secret = "fuzz-secret-0123456789abcdef-0123456789"
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -61,8 +66,42 @@ enum TokenEntry {
         guard claims.issuedAt.addingTimeInterval(-leeway) <= now else {
             return FuzzFinding("accepted a token issued in the future (iat \(claims.issuedAt.timeIntervalSince1970))")
         }
+        return storeRoundTrip(claims)
+    }
+
+    /// What the call gateway does with an accepted token (``CallGateway`` authenticates a socket
+    /// and saves its client connection), then what a restart does (``SQLiteStore/loadLiveState()``).
+    static func storeRoundTrip(_ claims: UserToken) -> FuzzFinding? {
+        guard let user = UserID(claims.userID), claims.expiresAt > now, let store = store else { return nil }
+        let id = ClientConnectionID("fuzz-connection")
+        let record = ConnectionRecord(id: id, userID: user, resumeToken: "resume", connectedAt: now, tokenExpiresAt: claims.expiresAt)
+        do {
+            try store.apply([.saveConnection(record)])
+            let loaded = try store.loadLiveState().connections.first { $0.id == id }
+            try store.apply([.deleteConnection(id)])
+            guard loaded?.userID == user else { return FuzzFinding("the saved connection of \(user) did not load back: \(String(describing: loaded))") }
+        } catch {
+            // A refusal is a clean outcome; the daemon answers `unavailable`.
+        }
         return nil
     }
+
+    /// One SQLite store per process, in a temporary directory removed at exit. A process that
+    /// crashed leaves its directory behind; the next one removes those of dead processes.
+    static let store: SQLiteStore? = {
+        let temporary = FileManager.default.temporaryDirectory
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? [] where name.hasPrefix("switchboard-fuzz-token-") {
+            if let pid = Int32(name.dropFirst("switchboard-fuzz-token-".count)), kill(pid, 0) != 0, errno == ESRCH {
+                try? FileManager.default.removeItem(at: temporary.appendingPathComponent(name))
+            }
+        }
+        let directory = temporary.appendingPathComponent("switchboard-fuzz-token-\(getpid())").path
+        try? FileManager.default.removeItem(atPath: directory)
+        guard (try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)) != nil else { return nil }
+        storeDirectory.value = directory
+        atexit { if let directory = storeDirectory.value { try? FileManager.default.removeItem(atPath: directory) } }
+        return try? SQLiteStore(configuration: StoreConfiguration(directory: directory, synchronous: .normal))
+    }()
 
     /// The token an input stands for (see the type's documentation).
     static func token(from bytes: [UInt8]) -> String {
@@ -103,3 +142,6 @@ func blockingWait<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
 private final class BlockingBox<T>: @unchecked Sendable {
     var value: T?
 }
+
+/// The token store's directory, for the exit handler (a C function pointer captures nothing).
+private let storeDirectory = BlockingBox<String>()

@@ -11,6 +11,8 @@ public struct JWTTokenService: TokenVerifier, TokenIssuer {
 
     /// The shortest secret HS256 accepts (its output size).
     public static let minimumSecretBytes = 32
+    /// The latest `exp` accepted: 9999-12-31, the last date the store can hold.
+    public static let latestExpiry: TimeInterval = 253_402_214_400
 
     /// `nil` when no API secret, or one shorter than ``minimumSecretBytes``, is configured.
     public init?(configuration: AuthConfiguration, now: @escaping @Sendable () -> Date = { Date() }) async {
@@ -34,6 +36,10 @@ public struct JWTTokenService: TokenVerifier, TokenIssuer {
             throw SwitchboardError(.tokenInvalid, "the token names no user (user_id or sub)")
         }
         guard claims.exp.value.addingTimeInterval(leeway) > now else { throw SwitchboardError(.tokenExpired, "the token has expired") }
+        // An exp in milliseconds (year 50000+) would be stored as a date SQLite cannot read back.
+        guard claims.exp.value.timeIntervalSince1970 < Self.latestExpiry else {
+            throw SwitchboardError(.tokenInvalid, "the token's exp is too far in the future (seconds since 1970 expected)")
+        }
         if let nbf = claims.nbf, nbf.value.addingTimeInterval(-leeway) > now {
             throw SwitchboardError(.tokenInvalid, "the token is not valid yet (nbf)")
         }

@@ -709,7 +709,11 @@ def test_call_protocol_request_flood_gets_rate_limited_then_1008(start_daemon) -
         results = bystander.assert_healthy_through(flood)
         total_limited = 0
         for n, (closed, answers) in enumerate(results):
-            assert (closed.code, closed.reason) == (1008, "message flood"), (n, closed.code, closed.reason)
+            # The daemon stops reading and closes with 1008; if the rest of the flood is still in
+            # its receive buffer the kernel answers the close with a TCP reset, which can discard
+            # the close frame on its way. Either way the socket must be gone, after the refusals.
+            assert (closed.code, closed.reason) in [(1008, "message flood"), (None, "the connection ended without a close frame")], (
+                n, closed.code, closed.reason)
             frames = [json.loads(text) for text in answers]
             pongs = [f["id"] for f in frames if f["type"] == "pong"]
             limited = [f for f in frames if f["type"] == "error"]
