@@ -153,6 +153,7 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
             handle(event, now: now, effects: &effects, responses: &responses)
         }
         execute(effects, plus: responses, now: now)
+        transport?.processed(events)
         metrics.update(from: relay)
         metrics.batchDuration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds)
     }

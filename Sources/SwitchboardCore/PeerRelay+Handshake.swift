@@ -17,7 +17,7 @@ extension PeerRelay {
             lastSeen: now,
             malformedBudget: TokenBucket(
                 rate: configuration.malformedRate, burst: configuration.malformedBurst, now: now),
-            messageBudget: TokenBucket(rate: configuration.messageRate, burst: configuration.messageBurst, now: now)
+            messageBudget: MessageBudget(rate: configuration.messageRate, burst: configuration.messageBurst, now: now)
         )
         guard let key = query["key"], !key.isEmpty, let token = query["token"], !token.isEmpty,
             let rawID = query["id"], !rawID.isEmpty

@@ -10,15 +10,18 @@ extension PeerRelay {
         guard var socket = sockets[connection] else { return }
         socket.lastSeen = now
         defer { sockets[connection] = socket }
-        guard socket.messageBudget.take(now: now) else {
+        switch socket.messageBudget.spend(now: now) {
+        case .admitted: break
+        case .refused:
             stats.rateLimited += 1
-            socket.limitedInARow += 1
-            if Double(socket.limitedInARow) == configuration.messageBurst {
-                effects.append(.close(connection, .policyViolation, reason: "message flood"))
-            }
+            return
+        case .flooding:
+            stats.rateLimited += 1
+            effects.append(.close(connection, .policyViolation, reason: "message flood"))
+            return
+        case .dropped:
             return
         }
-        socket.limitedInARow = 0
         switch PeerJSInbound.parse(bytes, isBinary: isBinary) {
         case .malformed:
             stats.malformed += 1

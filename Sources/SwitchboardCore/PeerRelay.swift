@@ -16,9 +16,7 @@ public struct PeerRelay: Sendable {
         var peer: PeerID?
         var lastSeen: MonotonicTime
         var malformedBudget: TokenBucket
-        var messageBudget: TokenBucket
-        /// Messages dropped in a row for the rate.
-        var limitedInARow = 0
+        var messageBudget: MessageBudget
     }
 
     /// The settings in force.

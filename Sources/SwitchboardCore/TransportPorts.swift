@@ -13,4 +13,9 @@ public protocol OutboundTransport: AnyObject, Sendable {
     /// outbox was full: their frames were refused and they are being closed (1008).
     /// Commands for connections that are already gone are dropped silently.
     func submit(_ commands: [OutboundCommand]) -> Set<ConnectionID>
+
+    /// Tells the transport the application has handled `events`, a batch it delivered, so it
+    /// may read again from sockets it paused. A transport stops reading a socket while the
+    /// messages it delivered from it and not yet reported handled pass its inbound limit.
+    func processed(_ events: [TransportEvent])
 }

@@ -41,6 +41,7 @@ extension ConfigKeySpec {
     static let transport: [ConfigKeySpec] = [
         .init("transport.max_message_bytes", .int(1024...16_777_216), .int(65536), "Largest WebSocket message after reassembly; larger closes with 1009."),
         .init("transport.outbox_bytes", .int(4096...1_073_741_824), .int(1_048_576), "Bytes waiting to be written to one socket; past that the socket is closed with 1008."),
+        .init("transport.inbound_bytes", .int(4096...1_073_741_824), .int(1_048_576), "Bytes of messages read from one socket and not yet handled; past that the socket is not read (TCP pushes back) until half is handled."),
         .init("transport.handshake_timeout_ms", .int(1000...600_000), .int(10000), "Deadline for a connection to finish its HTTP/WebSocket handshake."),
         .init("transport.ping_interval_ms", .int(1000...3_600_000), .int(30000), "Idle time before the server pings a WebSocket; silent for twice this, it is dropped."),
         .init("transport.max_request_body_bytes", .int(0...16_777_216), .int(65536), "Largest HTTP request body on either listener; larger is answered 413."),
@@ -61,7 +62,7 @@ extension ConfigKeySpec {
         .init("peerjs.queue.total_bytes", .int(1024...17_179_869_184), .int(67_108_864), "Queued bytes in total."),
         .init("peerjs.malformed.rate", .double(0...1_000_000), .double(5), "Malformed frames tolerated per second per socket, sustained."),
         .init("peerjs.messages.rate", .double(0.1...1_000_000), .double(5000), "Messages one PeerJS socket may send per second, sustained; more are dropped."),
-        .init("peerjs.messages.burst", .double(1...1_000_000), .double(10000), "Messages one PeerJS socket may send in a burst; after another burst of drops it is closed (1008)."),
+        .init("peerjs.messages.burst", .double(1...1_000_000), .double(10000), "Messages one PeerJS socket may send in a burst; beyond it they are dropped, and a socket that also uses up a burst of drops (refilled at the same rate) is closed (1008)."),
         .init("peerjs.malformed.burst", .double(1...1_000_000), .double(20), "Malformed frames tolerated in a burst; past it the socket is closed with 1008."),
     ]
 
@@ -93,7 +94,7 @@ extension ConfigKeySpec {
         .init("limits.connect_burst_per_ip", .double(1...100_000), .double(500), "New WebSockets one address may open in a burst (token bucket size)."),
         .init("limits.connections_per_user", .int(1...10_000), .int(16), "Most call-protocol connections one user may hold at once; more are refused (rate_limited, 1013)."),
         .init("limits.messages_per_second", .double(0.1...100_000), .double(50), "Call-protocol requests one socket may send per second (token bucket rate)."),
-        .init("limits.message_burst", .double(1...100_000), .double(100), "Call-protocol requests one socket may send in a burst; beyond it they get rate_limited."),
+        .init("limits.message_burst", .double(1...100_000), .double(100), "Call-protocol requests one socket may send in a burst; beyond it they get rate_limited, and a socket that also uses up a burst of refusals (refilled at the same rate) is closed (1008)."),
         .init("limits.auth_failures_per_minute_per_ip", .double(0.1...100_000), .double(30), "Failed authentications one address may make per minute (token bucket rate)."),
         .init("limits.auth_failure_burst_per_ip", .double(1...100_000), .double(10), "Failed authentications one address may make in a burst; then its sockets are refused."),
     ]

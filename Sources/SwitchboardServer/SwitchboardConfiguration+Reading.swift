@@ -39,6 +39,7 @@ extension SwitchboardConfiguration {
             serviceThreads: try values.int("server.service_threads"),
             maxMessageBytes: try values.int("transport.max_message_bytes"),
             outboxBytes: try values.int("transport.outbox_bytes"),
+            inboundBytes: try values.int("transport.inbound_bytes"),
             handshakeTimeout: try values.milliseconds("transport.handshake_timeout_ms"),
             pingInterval: try values.milliseconds("transport.ping_interval_ms")
         )

@@ -7,6 +7,7 @@ public final class InMemoryTransport: OutboundTransport, @unchecked Sendable {
     private let condition = NSCondition()
     private var recorded: [OutboundCommand] = []
     private var full: Set<ConnectionID> = []
+    private var handled: [TransportEvent] = []
 
     public init() {}
 
@@ -26,6 +27,16 @@ public final class InMemoryTransport: OutboundTransport, @unchecked Sendable {
         }
         return refused
     }
+
+    public func processed(_ events: [TransportEvent]) {
+        condition.withLock {
+            handled += events
+            condition.broadcast()
+        }
+    }
+
+    /// Every delivered event the application reported handled, in order.
+    public var processedEvents: [TransportEvent] { condition.withLock { handled } }
 
     /// From now on sends to `connection` are refused, as if its outbox were full.
     public func markFull(_ connection: ConnectionID) {

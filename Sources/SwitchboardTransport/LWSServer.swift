@@ -84,6 +84,20 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
         return refused
     }
 
+    /// Reports a delivered batch handled, so paused sockets may be read again.
+    public func processed(_ events: [TransportEvent]) {
+        let threads = lock.withLock { self.threads }
+        if threads.count == 1 { return threads[0].mailbox.handled(events) }
+        var byThread = [[TransportEvent]](repeating: [], count: threads.count)
+        for event in events {
+            guard case .message(let id, _, _) = event, id.thread < threads.count else { continue }
+            byThread[id.thread].append(event)
+        }
+        for (index, batch) in byThread.enumerated() where !batch.isEmpty {
+            threads[index].mailbox.handled(batch)
+        }
+    }
+
     /// Whether the listeners are up: started and not stopped.
     public var isRunning: Bool {
         lock.withLock { !threads.isEmpty && !stopped }

@@ -26,8 +26,21 @@ final class Mailbox: @unchecked Sendable {
     var stopRequested: Bool { lock.withLock { stopFlag } }
     private var openWebSockets = 0
     private let outboxLimit: Int
+    /// Inbound backpressure: bytes delivered per socket and not yet reported handled, the
+    /// sockets the service thread stopped reading, and those to read again.
+    private let inboundLimit: Int
+    private var unhandledBytes: [ConnectionID: Int] = [:]
+    private var paused: Set<ConnectionID> = []
+    private var resumable: [ConnectionID] = []
 
-    init(outboxLimit: Int) { self.outboxLimit = outboxLimit }
+    init(outboxLimit: Int, inboundLimit: Int) {
+        self.outboxLimit = outboxLimit
+        self.inboundLimit = inboundLimit
+    }
+
+    /// What one delivered message counts against `inboundLimit`: its bytes plus the event's
+    /// own footprint, so a flood of tiny frames is paced too.
+    static func inboundCost(of messageBytes: Int) -> Int { messageBytes + 64 }
 
     // MARK: Application side
 
@@ -58,6 +71,24 @@ final class Mailbox: @unchecked Sendable {
         }
         if wasEmpty, !commands.isEmpty { wake?() }
         return refused
+    }
+
+    /// Reports delivered events handled; sockets whose backlog fell to half the limit are
+    /// handed back to the service thread to be read again.
+    func handled(_ events: [TransportEvent]) {
+        lock.lock()
+        defer { lock.unlock() }
+        var resumed = false
+        for case .message(let id, let bytes, _) in events {
+            guard let unhandled = unhandledBytes[id] else { continue }
+            let left = unhandled - Self.inboundCost(of: bytes.count)
+            unhandledBytes[id] = left
+            if left <= inboundLimit / 2, paused.remove(id) != nil {
+                resumable.append(id)
+                resumed = true
+            }
+        }
+        if resumed { wake?() }
     }
 
     /// Queues a control command and wakes the service thread.
@@ -101,19 +132,34 @@ final class Mailbox: @unchecked Sendable {
         self.wake = wake
     }
 
-    func take() -> (commands: [OutboundCommand], controls: [Control], stop: Bool) {
+    func take() -> (commands: [OutboundCommand], controls: [Control], resumable: [ConnectionID]) {
         lock.lock()
         defer { lock.unlock() }
-        let taken = (commands, controls, stopFlag)
+        let taken = (commands, controls, resumable)
         commands = []
         controls = []
+        resumable = []
         return taken
+    }
+
+    /// Counts a message handed to the application; returns `true` when the socket's backlog just
+    /// passed the inbound limit, and the caller must stop reading it until it is resumable.
+    func delivered(_ messageBytes: Int, on id: ConnectionID) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let unhandled = unhandledBytes[id] else { return false }
+        let backlog = unhandled + Self.inboundCost(of: messageBytes)
+        unhandledBytes[id] = backlog
+        guard backlog > inboundLimit, !paused.contains(id) else { return false }
+        paused.insert(id)
+        return true
     }
 
     func webSocketOpened(_ id: ConnectionID) {
         lock.lock()
         defer { lock.unlock() }
         pendingBytes[id] = 0
+        unhandledBytes[id] = 0
         openWebSockets += 1
     }
 
@@ -122,6 +168,8 @@ final class Mailbox: @unchecked Sendable {
         defer { lock.unlock() }
         guard pendingBytes.removeValue(forKey: id) != nil else { return }
         overflowed.remove(id)
+        unhandledBytes.removeValue(forKey: id)
+        paused.remove(id)
         openWebSockets -= 1
         if openWebSockets == 0 { lock.broadcast() }
     }

@@ -4,9 +4,13 @@ import SwitchboardCore
 extension ServiceThread {
     /// Runs everything the application posted since the last wake-up.
     func executeMailbox() {
-        let (commands, controls, _) = mailbox.take()
+        let (commands, controls, resumable) = mailbox.take()
         for command in commands {
             execute(command)
+        }
+        for id in resumable {
+            guard let connection = connections[id], connection.kind == .webSocket, !connection.discardingInput else { continue }
+            lws_rx_flow_control(connection.wsi, 1)
         }
         for control in controls {
             switch control {

@@ -61,6 +61,9 @@ extension ServiceThread {
         }
         guard lws_is_final_fragment(wsi) != 0 else { return 0 }
         inbound.append(.message(connection.id, connection.receiving, isBinary: connection.receivingBinary))
+        if mailbox.delivered(connection.receiving.count, on: connection.id) {
+            lws_rx_flow_control(wsi, 0)  // the application is behind on this socket: let TCP push back
+        }
         connection.receiving = []
         connection.receivingInProgress = false
         return 0

@@ -41,7 +41,7 @@ final class ServiceThread: @unchecked Sendable {
         self.onClose = onClose
         self.listeners = listeners
         self.configuration = configuration
-        self.mailbox = Mailbox(outboxLimit: configuration.outboxBytes)
+        self.mailbox = Mailbox(outboxLimit: configuration.outboxBytes, inboundLimit: configuration.inboundBytes)
         self.sink = sink
         var logger = logger
         logger[metadataKey: "lws.thread"] = "\(index)"

@@ -46,6 +46,9 @@ public struct TransportConfiguration: Sendable, Equatable {
     public var maxMessageBytes: Int
     /// Bytes a connection may have waiting to be written; past that it is closed (1008).
     public var outboxBytes: Int
+    /// Bytes of messages read from one socket and not yet handled by the application; past that
+    /// the socket is not read (TCP pushes back on its sender) until the backlog halves.
+    public var inboundBytes: Int
     /// Deadline for a connection to finish its HTTP/WebSocket handshake.
     public var handshakeTimeout: Duration
     /// Idle time after which lws pings a WebSocket; a socket silent for twice this is dropped.
@@ -55,13 +58,14 @@ public struct TransportConfiguration: Sendable, Equatable {
 
     public init(
         listeners: [ListenerConfiguration], serviceThreads: Int = 1, maxMessageBytes: Int = 65536,
-        outboxBytes: Int = 1 << 20, handshakeTimeout: Duration = .seconds(10), pingInterval: Duration = .seconds(30),
+        outboxBytes: Int = 1 << 20, inboundBytes: Int = 1 << 20, handshakeTimeout: Duration = .seconds(10), pingInterval: Duration = .seconds(30),
         listenBacklog: Int = 1024
     ) {
         self.listeners = listeners
         self.serviceThreads = serviceThreads
         self.maxMessageBytes = maxMessageBytes
         self.outboxBytes = outboxBytes
+        self.inboundBytes = inboundBytes
         self.handshakeTimeout = handshakeTimeout
         self.pingInterval = pingInterval
         self.listenBacklog = listenBacklog

@@ -30,12 +30,15 @@ final class SignalingHubTests: XCTestCase {
 
     private func text(_ string: String) -> [UInt8] { Array(string.utf8) }
 
-    func test_aBatchOfEventsIsAnsweredInOneSubmission() {
-        hub.transportDidReceive([
+    func test_aBatchOfEventsIsAnsweredInOneSubmissionThenReportedHandled() {
+        let batch: [TransportEvent] = [
             .opened(alice, WebSocketUpgrade(path: "/peerjs", query: ["key": "peerjs", "id": "a", "token": "t"])),
             .opened(bob, WebSocketUpgrade(path: "/peerjs", query: ["key": "peerjs", "id": "b", "token": "t"])),
             .message(alice, text(#"{"type":"OFFER","dst":"b","payload":1}"#), isBinary: false),
-        ])
+        ]
+        hub.transportDidReceive(batch)
+        _ = hub.withRelay { $0.socketCount }  // the batch is done once the queue gets here
+        XCTAssertEqual(transport.processedEvents, batch, "the transport may read those sockets again")
         let commands = transport.waitForCommands(count: 3)
         XCTAssertEqual(commands, [
             .send(alice, text(#"{"type":"OPEN"}"#)),

@@ -281,4 +281,23 @@ final class PeerRelayMessageTests: XCTestCase {
         harness.advance(milliseconds: 5001)
         XCTAssertEqual(harness.tick(), ["send a \(expireFrame(offline: long, sender: "a"))"])
     }
+
+    // MARK: Rate
+
+    func test_aSocketFloodingAtManyTimesItsRateIsClosedOnceEvenThoughSomeMessagesGetThrough() {
+        let harness = RelayHarness(RelayConfiguration(messageRate: 100, messageBurst: 20))
+        let a = harness.connect("a")
+        let b = harness.connect("b")
+        var relayed = 0
+        var closes: [String] = []
+        for index in 0..<400 {  // 2,000 a second for 0.2 s
+            harness.at(milliseconds: Int64(index / 2))
+            let effects = harness.receive(a, #"{"type":"CANDIDATE","dst":"b","payload":{}}"#)
+            relayed += effects.count { $0.hasPrefix("send b ") }
+            closes += effects.filter { $0.hasPrefix("close ") }
+        }
+        XCTAssertEqual(closes, ["close a 1008"], "closed once, as a flood")
+        XCTAssertGreaterThan(relayed, 20, "messages the refill allowed were relayed up to the close")
+        XCTAssertEqual(harness.receive(b, #"{"type":"CANDIDATE","dst":"a","payload":{}}"#).count, 1, "the other socket is unaffected")
+    }
 }

@@ -800,12 +800,6 @@ FLOOD_BYTES = 128 << 20
 LARGE_FRAME = 60_000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug, own issue: the transport reads a socket as fast as data arrives and queues "
-    "it for the signaling queue with no inbound backpressure (no lws_rx_flow_control), so a "
-    "flood of large frames grows RSS by ~100 MiB before the per-socket rate limit closes it",
-)
 @pytest.mark.parametrize("protocol", ["peerjs", "call"])
 def test_flood_of_large_frames_keeps_memory_bounded(start_daemon, protocol: str) -> None:
     """One socket pushes 128 MiB of 60 KB frames (under ``transport.max_message_bytes``) as fast

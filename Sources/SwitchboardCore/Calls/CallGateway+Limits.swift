@@ -6,28 +6,29 @@ extension Date {
 }
 
 extension CallGateway {
-    /// A full request bucket for a new socket.
-    func messageBucket(_ now: Date) -> TokenBucket {
-        TokenBucket(rate: configuration.messageRate, burst: configuration.messageBurst, now: now.tick)
+    /// A full request budget for a new socket.
+    func messageBucket(_ now: Date) -> MessageBudget {
+        MessageBudget(rate: configuration.messageRate, burst: configuration.messageBurst, now: now.tick)
     }
 
-    /// Takes a request token of `socket`. Without one the request is answered `rate_limited`;
-    /// a socket that keeps sending past a whole burst of refusals is closed (1008).
+    /// Spends a request of `socket`'s budget. Past it the request is answered `rate_limited`;
+    /// a socket that floods past a whole burst of refusals too is closed (1008).
     mutating func admitRequest(_ socket: ConnectionID, id: JSONValue, now: Date, into output: inout CallGatewayOutput) -> Bool {
         guard var state = sockets[socket] else { return false }
         defer { sockets[socket] = state }
-        if state.bucket.take(now: now.tick) {
-            state.limitedInARow = 0
+        switch state.bucket.spend(now: now.tick) {
+        case .admitted:
             return true
-        }
-        guard Double(state.limitedInARow) <= configuration.messageBurst else { return false }  // being closed
-        state.limitedInARow += 1
-        output.limitedRequests += 1
-        if Double(state.limitedInARow) > configuration.messageBurst {
+        case .refused:
+            output.limitedRequests += 1
+            let error = SwitchboardError(.rateLimited, "more than \(configuration.messageRate) requests a second; slow down")
+            respond(socket, id: id, .failure(error), into: &output)
+        case .flooding:
+            output.limitedRequests += 1
             output.commands.append(.close(socket, .policyViolation, reason: "message flood"))
-            return false
+        case .dropped:
+            break
         }
-        respond(socket, id: id, .failure(SwitchboardError(.rateLimited, "more than \(configuration.messageRate) requests a second; slow down")), into: &output)
         return false
     }
 

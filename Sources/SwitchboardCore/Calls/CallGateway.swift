@@ -49,10 +49,9 @@ struct SocketState: Sendable, Equatable {
     var client: ClientConnectionID
     var lastActivity: Date
     var remoteAddress: String
-    /// Requests this socket may still send (``CallConfiguration/messageRate``).
-    var bucket: TokenBucket
-    /// Requests refused in a row for the rate; past the burst the socket is closed (1008).
-    var limitedInARow = 0
+    /// Requests this socket may still send, and may still have refused before it is closed
+    /// (``CallConfiguration/messageRate``).
+    var bucket: MessageBudget
 }
 
 /// A client connection: one device of one user, across the sockets that resume it.
