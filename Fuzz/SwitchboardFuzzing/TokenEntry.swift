@@ -13,8 +13,9 @@ import SwitchboardStore
 /// - `HEADER\nPAYLOAD\nSIGNATURE`: the same with the given signature bytes (base64url-encoded).
 ///
 /// A finding: a token accepted whose signature is not HMAC-SHA256 over its first two parts
-/// with the secret (computed independently here), or an accepted token that breaks the
-/// documented checks (user id 1–256 bytes, not expired, not issued in the future).
+/// with the secret (computed independently here) or whose header does not say `alg` HS256, or
+/// an accepted token that breaks the documented checks (user id 1–256 bytes, not expired, not
+/// issued in the future).
 ///
 /// An accepted token whose user id the call gateway takes then goes where the daemon puts it:
 /// a client connection record (`tokenExpiresAt` is the token's `exp`) saved to and read back
@@ -56,6 +57,12 @@ enum TokenEntry {
             signature == HMACSHA256.mac(key: Array(secret.utf8), message: Array((parts[0] + "." + parts[1]).utf8))
         else {
             return FuzzFinding("accepted a token not signed HS256 with the secret: \(token.prefix(300))")
+        }
+        guard let header = base64URLDecode(String(parts[0])),
+            let object = try? JSONSerialization.jsonObject(with: Data(header)) as? [String: Any],
+            object["alg"] as? String == "HS256"
+        else {
+            return FuzzFinding("accepted a token whose header does not say alg HS256: \(token.prefix(300))")
         }
         guard !claims.userID.isEmpty, claims.userID.utf8.count <= 256 else {
             return FuzzFinding("accepted user id of \(claims.userID.utf8.count) bytes")

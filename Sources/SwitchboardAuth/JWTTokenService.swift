@@ -26,6 +26,9 @@ public struct JWTTokenService: TokenVerifier, TokenIssuer {
     public func verify(_ token: String) async throws(SwitchboardError) -> UserToken {
         let claims: UserTokenClaims
         do {
+            // jwt-kit checks the signature with the key it holds whatever the header says, so a
+            // header naming another algorithm (or `none`) over an HS256 signature is refused here.
+            guard Self.algorithm(of: token) == "HS256" else { throw SwitchboardError(.tokenInvalid, "not HS256") }
             claims = try await keys.verify(token, as: UserTokenClaims.self)
         } catch {
             throw SwitchboardError(.tokenInvalid, "the token's signature, algorithm or format is not valid")
@@ -67,5 +70,19 @@ public struct JWTTokenService: TokenVerifier, TokenIssuer {
         } catch {
             throw SwitchboardError(.internalError, "signing failed")
         }
+    }
+
+    /// The `alg` of a compact JWS's header; `nil` when the header is not base64url JSON with a
+    /// string `alg`.
+    static func algorithm(of token: String) -> String? {
+        guard let encoded = token.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first,
+              encoded.utf8.count <= 1024
+        else { return nil }
+        var base64 = encoded.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64),
+              let header = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return header["alg"] as? String
     }
 }

@@ -71,6 +71,25 @@ final class JWTTokenServiceTests: XCTestCase {
         }
     }
 
+    /// jwt-kit verifies with the key it holds whatever the header names; the service refuses any
+    /// header but HS256 even over a correct HS256 signature.
+    func test_aHeaderNamingAnotherAlgorithmIsRefusedEvenOverAValidHS256Signature() async throws {
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: "switchboard")
+        let hmac = try await keys.getKey(for: "switchboard")
+        let body = Data(#"{"user_id":"eve","exp":1800003600,"iat":1800000000}"#.utf8).base64URLEncoded
+        func signed(_ header: String) throws -> String {
+            let input = Data(header.utf8).base64URLEncoded + "." + body
+            return input + "." + Data(try hmac.sign(Array(input.utf8))).base64URLEncoded
+        }
+        let accepted = try await service().verify(try signed(#"{"alg":"HS256","typ":"JWT","kid":"switchboard"}"#))
+        XCTAssertEqual(accepted.userID, "eve", "the same construction with HS256 is accepted")
+        for header in [#"{"alg":"none","typ":"JWT"}"#, #"{"alg":"HS512","typ":"JWT"}"#, #"{"alg":"hs256"}"#, #"{"typ":"JWT"}"#, #"{"alg":256}"#, "[]"] {
+            let result = await code { _ = try await self.service().verify(try signed(header)) }
+            XCTAssertEqual(result, "token_invalid", header)
+        }
+    }
+
     func test_notBeforeAndIssuedInTheFutureAreRefused() async throws {
         let keys = JWTKeyCollection()
         await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: "switchboard")
