@@ -76,7 +76,7 @@ extension CallGateway {
         output.calls.mutations.append(.saveConnection(client.record))
         wake(by: min(deadline(of: client), now.addingTimeInterval(configuration.idleTimeout.seconds)))
         respondOK(socket, id: id, client: client, resumed: false, replayed: 0, complete: true, into: &output)
-        for notice in engine.pendingRings(for: user) {
+        for notice in engine.pendingRings(for: user) where mayWatch(client.id, notice.cid) {
             emit(type: notice.type, cid: notice.cid, data: notice.data, to: client.id, into: &output)
         }
     }
@@ -112,7 +112,7 @@ extension CallGateway {
         respondOK(socket, id: id, client: client, resumed: true, replayed: missed.count, complete: complete, into: &output)
         for event in missed { output.commands.append(.send(socket, event.frame)) }
         if !complete {
-            for notice in engine.pendingRings(for: client.user) {
+            for notice in engine.pendingRings(for: client.user) where mayWatch(client.id, notice.cid) {
                 emit(type: notice.type, cid: notice.cid, data: notice.data, to: client.id, into: &output)
             }
         }

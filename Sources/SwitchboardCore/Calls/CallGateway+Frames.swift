@@ -23,16 +23,25 @@ extension CallGateway {
         return JSONValue.object(fields).bytes
     }
 
-    /// Delivers every notice of `calls` to its connections, each getting its own `seq`.
+    /// Delivers every notice of `calls` to its connections, each getting its own `seq`. A notice
+    /// for all of a user's connections skips those whose token's `call_cids` leave its call out.
     mutating func deliver(_ notices: [CallNotice], into output: inout CallGatewayOutput) {
         for notice in notices {
             var targets = notice.connections
-            for user in notice.users { targets.formUnion(userClients[user] ?? []) }
+            for user in notice.users {
+                targets.formUnion((userClients[user] ?? []).filter { mayWatch($0, notice.cid) })
+            }
             if let except = notice.except { targets.remove(except) }
             for client in targets.sorted() {
                 emit(type: notice.type, cid: notice.cid, data: notice.data, to: client, into: &output)
             }
         }
+    }
+
+    /// Whether `client` sees events of `cid`: always, unless its token names `call_cids` without it.
+    func mayWatch(_ client: ClientConnectionID, _ cid: CallCID?) -> Bool {
+        guard let cid, let allowed = clients[client]?.token.callCIDs else { return true }
+        return allowed.contains(cid.cid)
     }
 
     /// Numbers an event for one client connection, keeps it for replay and sends it if the

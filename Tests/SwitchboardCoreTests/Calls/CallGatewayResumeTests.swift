@@ -221,4 +221,27 @@ final class CallGatewayResumeTests: XCTestCase {
         XCTAssertEqual(resumed.connection, alice.connection)
         XCTAssertEqual(h.last.seqs(to: resumed.socket), [2])
     }
+
+    // MARK: call_cids
+
+    func test_aConnectionWhoseTokenNamesOtherCallsGetsNoneOfTheUsersEventsForThisOne() throws {
+        var h = GatewayHarness()
+        let alice = try XCTUnwrap(h.connect("alice"))
+        let bobPhone = try XCTUnwrap(h.connect("bob"))
+        let bobGuest = try XCTUnwrap(h.connect("bob", token: h.token("bob", cids: ["default:standup"])))
+        let bobInvited = try XCTUnwrap(h.connect("bob", token: h.token("bob", cids: ["ringing:c1"])))
+
+        h.request(alice.socket, "g1", "call.get_or_create", #"{"type":"ringing","id":"c1","members":["bob"],"ring":true}"#)
+        XCTAssertEqual(h.last.eventTypes(to: bobPhone.socket), ["call.ring"])
+        XCTAssertEqual(h.last.eventTypes(to: bobInvited.socket), ["call.ring"], "its call_cids name the call")
+        XCTAssertEqual(h.last.eventTypes(to: bobGuest.socket), [], "its call_cids leave the call out")
+
+        let lateGuest = try XCTUnwrap(h.connect("bob", token: h.token("bob", cids: ["default:standup"])))
+        XCTAssertEqual(h.last.frames(to: lateGuest.socket).map { $0["type"]?.stringValue }, ["connection.ok"], "no pending ring either")
+
+        h.request(bobPhone.socket, "a1", "call.accept", ringC1)
+        XCTAssertEqual(h.last.eventTypes(to: bobInvited.socket), ["call.ring_stopped"])
+        XCTAssertEqual(h.last.eventTypes(to: bobGuest.socket), [])
+        XCTAssertEqual(h.last.seqs(to: bobInvited.socket), [2])
+    }
 }
