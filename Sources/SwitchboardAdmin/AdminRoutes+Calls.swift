@@ -11,7 +11,7 @@ extension AdminRoutes {
     static func addCallRoutes(to router: inout AdminRouter, context: any AdminContext) {
         router.add("GET", "/v1/calls") { request throws(SwitchboardError) in
             let page = try callPort(context).listCalls(try callQuery(request))
-            return json(200, ["calls": .array(page.calls.map(\.adminJSON)), "next": .optional(page.next)])
+            return json(200, ["calls": .array(page.calls.map(\.adminJSON)), "next_cursor": .optional(page.next)])
         }
         router.add("GET", "/v1/calls/:type/:id") { request throws(SwitchboardError) in try callDetail(request, context) }
         router.add("POST", "/v1/calls/:type/:id/end") { request throws(SwitchboardError) in try endCall(request, context) }

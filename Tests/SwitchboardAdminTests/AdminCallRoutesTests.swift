@@ -104,7 +104,7 @@ final class AdminCallRoutesTests: XCTestCase {
 
     func test_aListedCallCarriesTheAdminView() throws {
         let body = json(send("GET", "/v1/calls", query: ["type": "ringing"]))
-        XCTAssertTrue(body["next"] is NSNull)
+        XCTAssertTrue(body["next_cursor"] is NSNull)
         let call = try XCTUnwrap((body["calls"] as? [[String: Any]])?.first)
         XCTAssertEqual(["cid", "type", "id", "created_by", "ended_reason"].map { call[$0] as? String }, ["ringing:call-1", "ringing", "call-1", "carol", "no_answer"])
         XCTAssertEqual(["created_at", "ended_at", "session"].map { call[$0] as? Int64 }, [t0ms + 2000, t0ms + 32000, 1])
@@ -118,10 +118,10 @@ final class AdminCallRoutesTests: XCTestCase {
     func test_pagesChainThroughNextUntilItIsNull() throws {
         let first = json(send("GET", "/v1/calls", query: ["limit": "3"]))
         XCTAssertEqual((first["calls"] as? [Any])?.count, 3)
-        let next = try XCTUnwrap(first["next"] as? String)
+        let next = try XCTUnwrap(first["next_cursor"] as? String)
         let second = json(send("GET", "/v1/calls", query: ["limit": "3", "cursor": next]))
         XCTAssertEqual((second["calls"] as? [[String: Any]])?.compactMap { $0["cid"] as? String }, ["default:idle"])
-        XCTAssertTrue(second["next"] is NSNull)
+        XCTAssertTrue(second["next_cursor"] is NSNull)
         XCTAssertEqual(cids(["limit": "2", "cursor": ""]), ["default:standup", "ringing:call-1"], "an empty cursor is the first page")
         XCTAssertEqual(cids(["limit": "500"]).count, 4)
     }

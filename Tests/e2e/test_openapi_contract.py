@@ -512,7 +512,7 @@ def test_call_routes_on_an_empty_store(admin: Admin) -> None:
         reply = admin.call("GET", f"/v1/calls{query}")
         assert reply.status == 200, (query, reply)
         assert_conforms("GET", "/v1/calls", reply)
-        assert reply.json() == {"calls": [], "next": None}
+        assert reply.json() == {"calls": [], "next_cursor": None}
     connections = admin.call("GET", "/v1/connections")
     assert connections.status == 200, connections
     assert_conforms("GET", "/v1/connections", connections)
