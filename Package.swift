@@ -34,7 +34,10 @@ let package = Package(
         // Pure core: ids, wire codecs, relay state machine. No I/O, no clock, no threads.
         .target(
             name: "SwitchboardCore",
-            dependencies: [.product(name: "DequeModule", package: "swift-collections")],
+            dependencies: [
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
             swiftSettings: strictSettings
         ),
         // libwebsockets adapter: the only module with unsafe code.

@@ -1,4 +1,5 @@
 import Foundation
+import HeapModule
 
 /// The call and ring state machines: calls, members, ring states and participant sessions.
 ///
@@ -20,9 +21,12 @@ public struct CallEngine: Sendable {
     var ringingCalls: [UserID: Set<CallCID>] = [:]
     /// Rings each user may still receive.
     var ringBuckets: [UserID: TokenBucket] = [:]
-    /// Calls with a deadline (ring, auto-cancel, empty) or ended (to evict): the only ones
-    /// ``tick(now:out:)`` visits.
-    var timedCalls: Set<CallCID> = []
+    /// Each call's earliest deadline (a ring, auto-cancel, the empty timer, or eviction once
+    /// ended): ``tick(now:out:)`` visits only calls whose deadline has come.
+    var deadlines: [CallCID: Date] = [:]
+    /// The same deadlines as a min-heap; an entry that no longer matches ``deadlines`` is stale
+    /// and skipped when it comes up.
+    var deadlineQueue = Heap<CallDeadline>()
     /// Ended calls still in memory.
     var endedCount = 0
 
@@ -96,16 +100,16 @@ public struct CallEngine: Sendable {
         out.mutations.append(.saveCall(record))
     }
 
-    /// Keeps ``timedCalls`` in step with a call's deadlines.
+    /// Keeps ``deadlines`` and ``deadlineQueue`` in step with a call's deadlines.
     mutating func retime(_ cid: CallCID) {
-        guard let call = calls[cid] else {
-            timedCalls.remove(cid)
-            return
+        let due = calls[cid].flatMap(Self.earliestDeadline)
+        guard due != deadlines[cid] else { return }
+        deadlines[cid] = due
+        guard let due else { return }
+        deadlineQueue.insert(CallDeadline(date: due, cid: cid))
+        if deadlineQueue.count > 2 * deadlines.count + 1024 {
+            deadlineQueue = Heap(deadlines.map { CallDeadline(date: $0.value, cid: $0.key) })  // drop stale entries
         }
-        let record = call.record
-        let timed = !record.isLive || record.autoCancelAt != nil || record.emptyDeadline != nil
-            || call.members.values.contains { $0.ringState == .ringing }
-        if timed { timedCalls.insert(cid) } else { timedCalls.remove(cid) }
     }
 
     mutating func index(_ session: SessionRecord) {

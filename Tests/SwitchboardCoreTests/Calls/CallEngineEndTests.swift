@@ -80,6 +80,44 @@ final class CallEngineEndTests: XCTestCase {
         XCTAssertNil(h.engine.nextDeadline)
     }
 
+    func test_anEmptyTimerPushedBackByAJoinAndLeaveFiresAtItsNewTimeOnly() throws {
+        var h = EngineHarness()
+        try h.getOrCreate(meeting, by: alice)  // empty at 300
+        h.advance(100)
+        let session = try h.join(meeting, by: alice)
+        XCTAssertNil(h.engine.nextDeadline, "occupied: no empty timer")
+        h.advance(50)
+        try h.leave(meeting, session: session, by: alice)  // empty again: at 450
+        XCTAssertEqual(h.engine.nextDeadline, CallFixture.at(450))
+
+        h.advance(150)  // 300, the first timer's old time
+        h.tick()
+        XCTAssertTrue(h.last.isEmpty, "the replaced timer does not fire")
+        XCTAssertNil(h.call(meeting)?.record.endedReason)
+        h.advance(150)
+        h.tick()
+        XCTAssertEqual(h.last.notice("call.ended")?.string("reason"), "empty")
+    }
+
+    func test_callsDueAtTheSameTickFireInCidOrderAndTheOthersWait() throws {
+        var h = EngineHarness()
+        let names = (0..<300).map { String(format: "m%03d", ($0 * 7919) % 300) }
+        for (index, name) in names.enumerated() {
+            h.now = CallFixture.at(Double(index % 2))  // half are empty at 300, half at 301
+            try h.getOrCreate(CallFixture.cid("default", name), by: alice)
+        }
+        h.now = CallFixture.at(300)
+        h.tick()
+        let ended = h.last.notices("call.ended").compactMap { $0.cid?.id }
+        XCTAssertEqual(ended, ended.sorted())
+        XCTAssertEqual(Set(ended), Set(names.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)))
+        XCTAssertEqual(h.engine.nextDeadline, CallFixture.at(301))
+        h.now = CallFixture.at(301)
+        h.tick()
+        XCTAssertEqual(h.last.notices("call.ended").count, 150)
+        XCTAssertNil(h.engine.nextDeadline)
+    }
+
     func test_aRingingCallNobodyJoinedIsNotEmptyWhileItRings() throws {
         var h = EngineHarness()
         try h.getOrCreate(ringCall, members: ["bob"], ring: true, by: alice)
