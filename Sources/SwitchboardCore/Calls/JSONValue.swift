@@ -42,7 +42,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
 
     /// Parses one JSON document; `nil` when the bytes are not JSON.
     public static func parse(_ bytes: some Collection<UInt8>) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        JSONValueBuilder.parse(Array(bytes))
     }
 
     /// Parses stored text; `.null` when it is empty or not JSON.
