@@ -10,6 +10,8 @@ public final class SQLiteStore: Sendable {
     /// The configuration it was opened with.
     public let configuration: StoreConfiguration
     let pool: DatabasePool
+    /// Checkpoints the WAL off the committing thread; `nil` when SQLite does it in commits.
+    private let checkpointer: WALCheckpointer?
 
     /// Opens (creating if needed) the database and applies pending migrations when `migrate`.
     public init(configuration: StoreConfiguration, migrate: Bool = true) throws {
@@ -28,11 +30,20 @@ public final class SQLiteStore: Sendable {
             // DatabasePool sets synchronous=NORMAL on its writer after prepareDatabase runs.
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
             if migrate { try StoreMigrations.migrator.migrate(pool) }
+            checkpointer = try Self.startCheckpointer(pool, configuration)
         } catch let error as SwitchboardError {
             throw error
         } catch {
             throw SwitchboardError(.unavailable, "cannot open the store at \(configuration.databasePath): \(error)")
         }
+    }
+
+    /// With a checkpoint interval, moves the writer's own checkpoint back to a backstop and
+    /// starts the background checkpointer.
+    private static func startCheckpointer(_ pool: DatabasePool, _ configuration: StoreConfiguration) throws -> WALCheckpointer? {
+        guard configuration.checkpointInterval > .zero else { return nil }
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = \(WALCheckpointer.backstopPages)") }
+        return try WALCheckpointer(path: configuration.databasePath, interval: configuration.checkpointInterval, busyTimeout: configuration.busyTimeout)
     }
 
     /// Applies pending migrations; returns the identifiers applied now.

@@ -13,11 +13,18 @@ public struct StoreConfiguration: Sendable, Equatable {
     public var synchronous: Synchronous
     /// How long a writer waits for a lock.
     public var busyTimeout: Duration
+    /// How often a connection of its own checkpoints the WAL (PASSIVE), so commits never do;
+    /// `.zero` leaves checkpoints to SQLite, inside the commit that fills 1,000 pages.
+    public var checkpointInterval: Duration
 
-    public init(directory: String, synchronous: Synchronous = .normal, busyTimeout: Duration = .seconds(5)) {
+    public init(
+        directory: String, synchronous: Synchronous = .normal, busyTimeout: Duration = .seconds(5),
+        checkpointInterval: Duration = .milliseconds(30)
+    ) {
         self.directory = directory
         self.synchronous = synchronous
         self.busyTimeout = busyTimeout
+        self.checkpointInterval = checkpointInterval
     }
 
     /// The database file's path.

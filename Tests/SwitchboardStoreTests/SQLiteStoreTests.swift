@@ -8,15 +8,6 @@ import XCTest
 final class SQLiteStoreTests: XCTestCase {
     // MARK: - Helpers
 
-    /// A new empty directory, removed when the test ends.
-    private func temporaryDirectory() throws -> String {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("switchboard-store-tests-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(at: url) }
-        return url.path
-    }
-
     private func openStore(
         _ directory: String, synchronous: StoreConfiguration.Synchronous = .normal,
         busyTimeout: Duration = .seconds(5), migrate: Bool = true
