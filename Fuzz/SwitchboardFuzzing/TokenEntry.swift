@@ -3,6 +3,7 @@ import Foundation
 import SwitchboardAuth
 import SwitchboardCore
 import SwitchboardStore
+import SwitchboardTesting
 
 /// User tokens through ``JWTTokenService/verify(_:)`` with a fixed secret and clock.
 ///
@@ -54,7 +55,7 @@ enum TokenEntry {
     static func check(_ claims: UserToken, token: String) -> FuzzFinding? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let signature = base64URLDecode(String(parts[2])),
-            signature == HMACSHA256.mac(key: Array(secret.utf8), message: Array((parts[0] + "." + parts[1]).utf8))
+            signature == TestHMAC.sha256(key: Array(secret.utf8), message: Array((parts[0] + "." + parts[1]).utf8))
         else {
             return FuzzFinding("accepted a token not signed HS256 with the secret: \(token.prefix(300))")
         }
@@ -115,7 +116,7 @@ enum TokenEntry {
         let lines = bytes.split(separator: UInt8(ascii: "\n"), maxSplits: 2, omittingEmptySubsequences: false)
         guard lines.count >= 2 else { return String(decoding: bytes, as: UTF8.self) }
         let signingInput = base64URL(Array(lines[0])) + "." + base64URL(Array(lines[1]))
-        let signature = lines.count == 3 ? Array(lines[2]) : HMACSHA256.mac(key: Array(secret.utf8), message: Array(signingInput.utf8))
+        let signature = lines.count == 3 ? Array(lines[2]) : TestHMAC.sha256(key: Array(secret.utf8), message: Array(signingInput.utf8))
         return signingInput + "." + base64URL(signature)
     }
 

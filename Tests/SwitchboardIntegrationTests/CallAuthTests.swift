@@ -16,22 +16,22 @@ final class CallAuthTests: XCTestCase {
     func test_theTestsHMACMatchesKnownVectorsAndTheDaemonsOwnSignature() throws {
         let fox = Array("The quick brown fox jumps over the lazy dog".utf8)
         XCTAssertEqual(
-            TestJWT.hex(TestJWT.HMAC.sha256(key: Array("key".utf8), message: fox)), "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8")
+            TestJWT.hex(TestHMAC.sha256(key: Array("key".utf8), message: fox)), "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8")
         XCTAssertEqual(
-            TestJWT.hex(TestJWT.HMAC.sha512(key: Array("key".utf8), message: fox)),
+            TestJWT.hex(TestHMAC.sha512(key: Array("key".utf8), message: fox)),
             "b42af09057bac1e2d41708e48a902e09b5ff7f12ab428a4fe86653c73dd248fb82f948a549f7b791a5b41915ee4d1ec3935357e4e2317250d0372afa2ebeeb3a")
         let longKey = [UInt8](repeating: UInt8(ascii: "k"), count: 200)
         let longMessage = [UInt8](repeating: UInt8(ascii: "m"), count: 300)
         XCTAssertEqual(
-            TestJWT.hex(TestJWT.HMAC.sha256(key: longKey, message: longMessage)), "b232c078380bb17bdc3d4d4359919b99f2239f80e1dfd5c773c5c4a64b1b81a0")
+            TestJWT.hex(TestHMAC.sha256(key: longKey, message: longMessage)), "b232c078380bb17bdc3d4d4359919b99f2239f80e1dfd5c773c5c4a64b1b81a0")
         XCTAssertEqual(
-            TestJWT.hex(TestJWT.HMAC.sha512(key: longKey, message: longMessage)),
+            TestJWT.hex(TestHMAC.sha512(key: longKey, message: longMessage)),
             "162c578b0b960f0798f43dc8c757c4e3e2ca118a8b339c9fea4a6c796e7bcc3da99b4d1ae58e1fdb8a361660562257f0b9a506defa8c74de63fd202ba8d8246b")
 
         let daemon = try TestDaemon.calls()
         let minted = try daemon.mintToken(user: "alice").split(separator: ".").map(String.init)
         XCTAssertEqual(minted.count, 3)
-        XCTAssertEqual(TestJWT.base64URL(TestJWT.HMAC.sha256(key: Array(secret.utf8), message: Array("\(minted[0]).\(minted[1])".utf8))), minted[2])
+        XCTAssertEqual(TestJWT.base64URL(TestHMAC.sha256(key: Array(secret.utf8), message: Array("\(minted[0]).\(minted[1])".utf8))), minted[2])
         let handMade = TestJWT.make(TestJWT.claims(user: "zoe", expiresAt: Date() + 600), secret: secret)
         XCTAssertEqual(try CallTestClient.connect(daemon, token: handMade, name: "zoe").userID, "zoe")
     }
