@@ -2,6 +2,8 @@
 #include "SocketShims.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,11 +14,11 @@
 #include <sys/time.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <malloc.h>
 
-/* Resolves host:port and binds a non-blocking listening TCP socket with
- * SO_REUSEADDR and SO_REUSEPORT. Returns the fd, or -errno (or -EINVAL when
- * the host does not resolve). */
-int sb_listen_tcp(const char *host, int port, int backlog) {
+/* Resolves host:port and binds a TCP socket with SO_REUSEADDR (and SO_REUSEPORT when asked),
+ * listening when backlog > 0. Returns the fd, or -errno (-EINVAL when the host does not resolve). */
+static int bind_tcp(const char *host, int port, int backlog, int reuseport) {
     struct addrinfo hints, *res = NULL, *ai;
     char portstr[16];
     int fd = -EINVAL, one = 1;
@@ -31,15 +33,32 @@ int sb_listen_tcp(const char *host, int port, int backlog) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
         if (fd < 0) { fd = -errno; continue; }
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, backlog) == 0)
+        if (reuseport) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && (backlog <= 0 || listen(fd, backlog) == 0))
             break;
         int err = errno;
         close(fd);
         fd = -err;
+        if (err == EADDRINUSE) break;
     }
     freeaddrinfo(res);
     return fd;
+}
+
+/* A non-blocking listening TCP socket with SO_REUSEADDR and SO_REUSEPORT. Returns the fd, or
+ * -errno (or -EINVAL when the host does not resolve). */
+int sb_listen_tcp(const char *host, int port, int backlog) {
+    return bind_tcp(host, port, backlog, 1);
+}
+
+/* Whether another socket already holds host:port: binds a probe WITHOUT SO_REUSEPORT, which
+ * fails while any socket (even one with SO_REUSEPORT) is bound there. Returns 0 when the port is
+ * free, -EADDRINUSE when taken, another -errno on other failures. */
+int sb_port_taken(const char *host, int port) {
+    int fd = bind_tcp(host, port, 0, 0);
+    if (fd < 0) return fd;
+    close(fd);
+    return 0;
 }
 
 /* The local port a socket is bound to, or -1. */
@@ -61,6 +80,73 @@ int sb_accept(int listen_fd) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     return fd;
 }
+
+/* Accepts one connection like sb_accept and writes the peer's numeric address into address
+ * (empty when it cannot be read). Returns the fd, or -errno. */
+int sb_accept_from(int listen_fd, char *address, size_t len) {
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int one = 1;
+    int fd = accept4(listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return -errno;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (len > 0) {
+        address[0] = 0;
+        if (getnameinfo((struct sockaddr *)&ss, sl, address, (socklen_t)len, NULL, 0, NI_NUMERICHOST) != 0)
+            address[0] = 0;
+    }
+    return fd;
+}
+
+/* A descriptor held in reserve for running out of descriptors (see ServiceThread.acceptPending). */
+int sb_open_reserve(void) {
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+/* Takes an exclusive, non-blocking flock on path (created 0644) and writes this process's pid
+ * into it. Returns the fd, which holds the lock until the process exits; or -EWOULDBLOCK with
+ * the file's contents (the holder's pid) in holder; or another -errno. */
+int sb_lock_file(const char *path, char *holder, size_t len) {
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return -errno;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        if (len > 0) {
+            ssize_t n = pread(fd, holder, len - 1, 0);
+            holder[n > 0 ? n : 0] = 0;
+        }
+        close(fd);
+        return err == EWOULDBLOCK ? -EWOULDBLOCK : -err;
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+        int err = errno;
+        close(fd);
+        return -err;
+    }
+    return fd;
+}
+
+/* Creates path (which must not exist) readable by its owner only (0600), writes text and syncs.
+ * Returns 0, or -errno (-EEXIST when it exists). */
+int sb_create_private_file(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return -errno;
+    size_t len = strlen(text), done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, text + done, len - done);
+        if (n < 0) { if (errno == EINTR) continue; int err = errno; close(fd); unlink(path); return -err; }
+        done += (size_t)n;
+    }
+    if (fsync(fd) != 0) { int err = errno; close(fd); unlink(path); return -err; }
+    return close(fd) == 0 ? 0 : -errno;
+}
+
+/* Hands heap memory that is free back to the kernel (glibc keeps it otherwise, so RSS stays at
+ * its peak after a load). Returns 1 if memory was released. */
+int sb_release_free_memory(void) { return malloc_trim(0); }
 
 /* The peer address of a socket as text ("127.0.0.1"), into buf. */
 int sb_peer_address(int fd, char *buf, size_t len) {

@@ -1,8 +1,23 @@
 /// Settings of the admin API (config section `admin`).
 public struct AdminConfiguration: Sendable, Equatable {
-    /// The bearer token every route but `/healthz` requires; `nil` disables the check, which the
-    /// configuration allows only on a loopback address.
-    public var token: String?
+    /// How callers authenticate (`admin.auth`).
+    public enum Auth: String, Sendable, Equatable {
+        /// A bearer token on every route but `/healthz` (the default).
+        case token
+        /// No token: allowed only when the listener is on a loopback address.
+        case none
+    }
 
-    public init(token: String?) { self.token = token }
+    public var auth: Auth
+    /// The configured bearer token; with ``Auth/token`` and none configured, the daemon
+    /// generates one into the state directory at start (``AdminTokenFile``).
+    public var token: String?
+    /// Host names accepted in `Host` and `Origin` besides IP literals and `localhost`.
+    public var allowedHosts: [String]
+
+    public init(auth: Auth = .token, token: String?, allowedHosts: [String] = []) {
+        self.auth = auth
+        self.token = token
+        self.allowedHosts = allowedHosts
+    }
 }

@@ -38,15 +38,18 @@ public protocol AdminContext: Sendable {
 public struct Readiness: Sendable, Equatable, Codable {
     public var storeWritable: Bool
     public var listenersUp: Bool
+    /// Every service thread's loop turned recently (none is stuck in a callback).
+    public var threadsTurning: Bool
     public var draining: Bool
 
-    public init(storeWritable: Bool, listenersUp: Bool, draining: Bool) {
+    public init(storeWritable: Bool, listenersUp: Bool, threadsTurning: Bool = true, draining: Bool) {
         self.storeWritable = storeWritable
         self.listenersUp = listenersUp
+        self.threadsTurning = threadsTurning
         self.draining = draining
     }
 
-    public var ready: Bool { storeWritable && listenersUp && !draining }
+    public var ready: Bool { storeWritable && listenersUp && threadsTurning && !draining }
 }
 
 /// The figures `/v1/stats` returns.

@@ -15,8 +15,13 @@ public struct AdminRouter: Sendable {
 
     private var routes: [Route] = []
     private let token: String?
+    private let policy: AdminRequestPolicy
 
-    public init(token: String?) { self.token = token }
+    /// A router that requires `token` (none when `nil`) and refuses requests `policy` refuses.
+    public init(token: String?, policy: AdminRequestPolicy = AdminRequestPolicy()) {
+        self.token = token
+        self.policy = policy
+    }
 
     /// Adds a route. Segments starting with `:` capture a parameter.
     public mutating func add(_ method: String, _ path: String, public isPublic: Bool = false, _ handler: @escaping Handler) {
@@ -25,6 +30,7 @@ public struct AdminRouter: Sendable {
 
     /// Answers one request.
     public func respond(to request: HTTPRequest) -> HTTPResponse {
+        if let refusal = policy.refusal(for: request) { return refusal.httpResponse }
         let segments = Self.segments(request.path)
         let matching = routes.compactMap { route in Self.match(route.segments, segments).map { (route, $0) } }
         guard !matching.isEmpty else {

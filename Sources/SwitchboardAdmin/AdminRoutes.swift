@@ -5,7 +5,11 @@ import SwitchboardCore
 public enum AdminRoutes {
     /// The router with every route registered.
     public static func router(configuration: AdminConfiguration, context: any AdminContext) -> AdminRouter {
-        var router = AdminRouter(token: configuration.token)
+        // With token auth and no token known, nothing authenticates (fail closed); the daemon
+        // always has one (configured or generated) by the time it builds the router.
+        var router = AdminRouter(
+            token: configuration.auth == .none ? nil : (configuration.token ?? ""),
+            policy: AdminRequestPolicy(allowedHosts: configuration.allowedHosts))
         router.add("GET", "/healthz", public: true) { _ in AdminJSON.response(200, ["status": "ok"]) }
         router.add("GET", "/readyz") { _ in readiness(context) }
         router.add("GET", "/metrics") { _ in metrics(context) }

@@ -131,7 +131,9 @@ extension SFUDirectory {
         guard let raw = id, let sfuID = SFUID(raw) else {
             throw SwitchboardError(.invalidRequest, "id must be 1–64 letters, digits, '.', '_' or '-'")
         }
-        guard definition.url.hasPrefix("ws://") || definition.url.hasPrefix("wss://"), definition.url.count <= 2048 else {
+        guard definition.url.hasPrefix("ws://") || definition.url.hasPrefix("wss://"), definition.url.utf8.count <= 2048,
+            !definition.url.unicodeScalars.contains(where: { $0.value <= 0x20 || ($0.value >= 0x7F && $0.value < 0xA0) })
+        else {
             throw SwitchboardError(.invalidRequest, "url must be a ws:// or wss:// URL")
         }
         guard (1...1_000_000).contains(definition.capacity) else { throw SwitchboardError(.invalidRequest, "capacity must be 1–1000000") }

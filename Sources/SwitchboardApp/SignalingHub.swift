@@ -262,12 +262,14 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
     private func verify(_ token: String, for connection: ConnectionID, query: [String: String], with verifier: any TokenVerifier) {
         awaitingVerification.insert(connection)
         Task {
-            let subject = try? await verifier.verify(token).userID
+            let verified = try? await verifier.verify(token)
             queue.async {
                 guard self.awaitingVerification.remove(connection) != nil else { return }
                 let now = self.clock.now()
+                // The token's wall-clock expiry on the relay's monotonic clock.
+                let expiresAt = verified.map { now.advanced(by: .milliseconds(Int64($0.expiresAt.timeIntervalSinceNow * 1000))) }
                 var effects: [RelayEffect] = []
-                self.relay.connectionOpened(connection, query: query, tokenSubject: subject, now: now, into: &effects)
+                self.relay.connectionOpened(connection, query: query, tokenSubject: verified?.userID, tokenExpiresAt: expiresAt, now: now, into: &effects)
                 self.execute(effects, plus: [], now: now)
                 self.metrics.update(from: self.relay)
             }
@@ -324,7 +326,7 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
             pending = []
             guard !refused.isEmpty else { return }
             for (connection, receipt) in receipts where refused.contains(connection) {
-                logger.notice("outbox full, closing", metadata: ["conn.id": "\(connection)", "peer.id": "\(receipt.destination)"])
+                logger.notice("outbox full, closing", metadata: ["conn.id": "\(connection)", "peer.id": "\(LogText.escape(receipt.destination.rawValue))"])
                 relay.deliveryFailed(receipt, on: connection, now: now, into: &pending)
             }
         }

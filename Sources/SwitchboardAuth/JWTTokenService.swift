@@ -53,8 +53,9 @@ public struct JWTTokenService: TokenVerifier, TokenIssuer {
     }
 
     public func issue(_ request: TokenRequest) async throws(SwitchboardError) -> (token: String, claims: UserToken) {
-        guard !request.userID.isEmpty, request.userID.utf8.count <= 256 else {
-            throw SwitchboardError(.invalidRequest, "user_id must be 1–256 bytes")
+        // The call protocol's rule for user ids, so no token names a user /v1/connect refuses.
+        guard UserID(request.userID) != nil else {
+            throw SwitchboardError(.invalidRequest, "user_id must be 1–\(UserID.maximumLength) bytes without control characters")
         }
         guard request.ttl > .zero, request.ttl <= .seconds(30 * 86_400) else {
             throw SwitchboardError(.invalidRequest, "ttl must be between 1 second and 30 days")

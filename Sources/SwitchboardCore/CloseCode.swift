@@ -7,6 +7,8 @@ public struct CloseCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let normal = CloseCode(rawValue: 1000)
     /// 1001: the daemon is shutting down or draining.
     public static let goingAway = CloseCode(rawValue: 1001)
+    /// 1002: the peer broke the protocol (an invalid close code, for one).
+    public static let protocolError = CloseCode(rawValue: 1002)
     /// 1008: a policy was broken (too many bad frames, a consumer that does not read).
     public static let policyViolation = CloseCode(rawValue: 1008)
     /// 1009: a message was larger than `max_message_bytes`.

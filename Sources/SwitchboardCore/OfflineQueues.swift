@@ -10,6 +10,7 @@ struct OfflineQueues: Sendable {
 
     private(set) var byDestination: [String: Deque<Entry>] = [:]
     private var countBySender: [PeerID: Int] = [:]
+    private var bytesBySender: [PeerID: Int] = [:]
     private(set) var totalCount = 0
     private(set) var totalBytes = 0
 
@@ -20,12 +21,15 @@ struct OfflineQueues: Sendable {
         guard (byDestination[destination]?.count ?? 0) < limits.maxQueuedPerDestination else {
             throw .destinationFull
         }
-        guard countBySender[entry.sender, default: 0] < limits.maxQueuedPerSender else { throw .senderFull }
+        guard countBySender[entry.sender, default: 0] < limits.maxQueuedPerSender,
+            bytesBySender[entry.sender, default: 0] + entry.frame.count <= limits.maxQueuedBytesPerSender
+        else { throw .senderFull }
         guard totalCount < limits.maxQueuedTotal, totalBytes + entry.frame.count <= limits.maxQueuedBytes else {
             throw .totalFull
         }
         byDestination[destination, default: []].append(entry)
         countBySender[entry.sender, default: 0] += 1
+        bytesBySender[entry.sender, default: 0] += entry.frame.count
         totalCount += 1
         totalBytes += entry.frame.count
     }
@@ -56,5 +60,7 @@ struct OfflineQueues: Sendable {
         totalBytes -= entry.frame.count
         let remaining = countBySender[entry.sender, default: 1] - 1
         countBySender[entry.sender] = remaining > 0 ? remaining : nil
+        let bytes = bytesBySender[entry.sender, default: entry.frame.count] - entry.frame.count
+        bytesBySender[entry.sender] = remaining > 0 && bytes > 0 ? bytes : nil
     }
 }

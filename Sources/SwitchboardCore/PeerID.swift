@@ -17,5 +17,13 @@ public struct PeerID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     public var description: String { rawValue }
 
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    // Byte for byte, as documented: Swift's String equality is canonical equivalence, under
+    // which the NFC and NFD spellings of one name would be the same id.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8) }
+
+    public func hash(into hasher: inout Hasher) {
+        for byte in rawValue.utf8 { hasher.combine(byte) }
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8) }
 }

@@ -4,11 +4,13 @@ extension PeerRelay {
     /// Runs the PeerJS checks in order (parameters, key, signed id when required, id taken,
     /// concurrent limit); on success registers the id, sends OPEN and then everything queued
     /// for the id. `tokenSubject` is the user of the `token` parameter when the host verified it
-    /// as a signed user token (`nil` otherwise).
+    /// as a signed user token (`nil` otherwise), and `tokenExpiresAt` when that token expires:
+    /// with signed ids required, the socket is closed then (1008 after an ERROR frame).
     public mutating func connectionOpened(
         _ connection: ConnectionID,
         query: [String: String],
         tokenSubject: String? = nil,
+        tokenExpiresAt: MonotonicTime? = nil,
         now: MonotonicTime,
         into effects: inout [RelayEffect]
     ) {
@@ -45,6 +47,7 @@ extension PeerRelay {
             registrations[id] = Registration(token: token, connection: connection)
         }
         sockets[connection]?.peer = id
+        if configuration.requireSignedIDs { sockets[connection]?.tokenExpiresAt = tokenExpiresAt }
         effects.append(.send(connection, PeerJSOutbound.open, receipt: nil))
         for entry in queues.drain(id.rawValue) {
             effects.append(.send(connection, entry.frame, receipt: nil))

@@ -1,6 +1,7 @@
 extension PeerRelay {
     /// Periodic sweep: expires queued messages older than `expire_timeout` (one EXPIRE per
-    /// sender and destination) and closes sockets silent past `alive_timeout`.
+    /// sender and destination), closes sockets silent past `alive_timeout`, and (signed ids)
+    /// sockets whose token has expired.
     public mutating func tick(now: MonotonicTime, into effects: inout [RelayEffect]) {
         expireQueuedMessages(now: now, into: &effects)
         closeSilentSockets(now: now, into: &effects)
@@ -21,14 +22,22 @@ extension PeerRelay {
 
     private mutating func closeSilentSockets(now: MonotonicTime, into effects: inout [RelayEffect]) {
         let deadline = now.advanced(by: .zero - configuration.aliveTimeout)
-        for (connection, socket) in sockets where socket.lastSeen < deadline {
+        for (connection, socket) in sockets {
+            let silent = socket.lastSeen < deadline
+            let expired = socket.tokenExpiresAt.map { $0 <= now } ?? false
+            guard silent || expired else { continue }
             sockets[connection] = nil
-            stats.timedOut += 1
+            if silent { stats.timedOut += 1 }
             if let peer = socket.peer, registrations[peer]?.connection == connection {
                 registrations[peer] = nil
                 _ = queues.drain(peer.rawValue)
             }
-            effects.append(.close(connection, .normal, reason: "alive timeout"))
+            if silent {
+                effects.append(.close(connection, .normal, reason: "alive timeout"))
+            } else {
+                effects.append(.send(connection, PeerJSOutbound.error("Token expired"), receipt: nil))
+                effects.append(.close(connection, .policyViolation, reason: "token expired"))
+            }
         }
     }
 }

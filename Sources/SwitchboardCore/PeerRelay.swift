@@ -17,6 +17,8 @@ public struct PeerRelay: Sendable {
         var lastSeen: MonotonicTime
         var malformedBudget: TokenBucket
         var messageBudget: MessageBudget
+        /// With signed ids: when the token the socket opened with expires (it is closed then).
+        var tokenExpiresAt: MonotonicTime? = nil
     }
 
     /// The settings in force.

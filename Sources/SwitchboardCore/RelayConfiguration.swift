@@ -18,6 +18,9 @@ public struct RelayConfiguration: Sendable, Equatable {
     public var maxQueuedTotal: Int
     /// Queued bytes in total (`queue.total_bytes`).
     public var maxQueuedBytes: Int
+    /// Queued bytes per sender across all destinations (`queue.per_sender_bytes`): a sender's
+    /// share of the total, so a few senders cannot fill it for everyone.
+    public var maxQueuedBytesPerSender: Int
     /// Malformed frames tolerated per second, sustained (`malformed.rate`).
     public var malformedRate: Double
     /// Malformed frames tolerated in a burst (`malformed.burst`).
@@ -41,6 +44,7 @@ public struct RelayConfiguration: Sendable, Equatable {
         maxQueuedPerSender: Int = 1024,
         maxQueuedTotal: Int = 100_000,
         maxQueuedBytes: Int = 64 * 1024 * 1024,
+        maxQueuedBytesPerSender: Int = 4 * 1024 * 1024,
         malformedRate: Double = 5,
         malformedBurst: Double = 20,
         messageRate: Double = 5000,
@@ -57,6 +61,7 @@ public struct RelayConfiguration: Sendable, Equatable {
         self.maxQueuedPerSender = maxQueuedPerSender
         self.maxQueuedTotal = maxQueuedTotal
         self.maxQueuedBytes = maxQueuedBytes
+        self.maxQueuedBytesPerSender = maxQueuedBytesPerSender
         self.malformedRate = malformedRate
         self.malformedBurst = malformedBurst
     }

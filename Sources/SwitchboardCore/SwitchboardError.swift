@@ -25,6 +25,7 @@ public struct SwitchboardError: Error, Sendable, Equatable, CustomStringConverti
         public static let methodNotAllowed = Code("method_not_allowed", .methodNotAllowed)
         public static let conflict = Code("conflict", .conflict)
         public static let payloadTooLarge = Code("payload_too_large", .tooLarge)
+        public static let unsupportedMediaType = Code("unsupported_media_type", .unsupportedMediaType)
         public static let rateLimited = Code("rate_limited", .rateLimited)
         public static let unavailable = Code("unavailable", .unavailable)
         public static let internalError = Code("internal", .internal)
@@ -39,7 +40,7 @@ public struct SwitchboardError: Error, Sendable, Equatable, CustomStringConverti
         /// Every code, for documentation and parsing.
         public static let all: [Code] = [
             .invalidRequest, .invalidConfiguration, .unauthenticated, .tokenExpired, .tokenInvalid, .forbidden, .notFound,
-            .methodNotAllowed, .conflict, .payloadTooLarge, .rateLimited, .unavailable, .internalError, .unknownType,
+            .methodNotAllowed, .conflict, .payloadTooLarge, .unsupportedMediaType, .rateLimited, .unavailable, .internalError, .unknownType,
             .callNotFound, .sessionNotFound, .callEnded, .notAMember, .callFull, .noSFUAvailable,
         ]
     }
@@ -47,7 +48,7 @@ public struct SwitchboardError: Error, Sendable, Equatable, CustomStringConverti
     /// Broad classes of failure, each with one HTTP status.
     public enum Category: Sendable, Equatable {
         case invalidArgument, unauthorized, forbidden, notFound, methodNotAllowed, conflict
-        case tooLarge, rateLimited, unavailable, `internal`
+        case tooLarge, unsupportedMediaType, rateLimited, unavailable, `internal`
 
         /// The HTTP status for this category.
         public var httpStatus: Int {
@@ -59,6 +60,7 @@ public struct SwitchboardError: Error, Sendable, Equatable, CustomStringConverti
             case .methodNotAllowed: 405
             case .conflict: 409
             case .tooLarge: 413
+            case .unsupportedMediaType: 415
             case .rateLimited: 429
             case .unavailable: 503
             case .internal: 500

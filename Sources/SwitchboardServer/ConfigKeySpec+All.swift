@@ -19,10 +19,12 @@ extension ConfigKeySpec {
     ]
 
     static let admin: [ConfigKeySpec] = [
-        .init("admin.host", .string(allowed: nil), .string("127.0.0.1"), "Address of the admin HTTP API; a non-loopback address requires a token."),
+        .init("admin.host", .string(allowed: nil), .string("127.0.0.1"), "Address of the admin HTTP API (loopback by default)."),
         .init("admin.port", .int(0...65535), .int(8081), "Port of the admin HTTP API; 0 picks a free port."),
-        .init("admin.token", .string(allowed: nil), .string(""), secret: true, "Bearer token for the admin API (empty: no token; allowed on loopback only)."),
+        .init("admin.auth", .string(allowed: ["token", "none"]), .string("token"), "token: every route but /healthz needs the bearer token; none: no token, allowed only when admin.host is a loopback address."),
+        .init("admin.token", .string(allowed: nil), .string(""), secret: true, "Bearer token for the admin API (empty: generated at first start into <store.directory>/admin.token, mode 0600)."),
         .init("admin.token_file", .string(allowed: nil), .string(""), "File holding the admin token (first line); instead of admin.token."),
+        .init("admin.allowed_hosts", .stringArray, .stringArray([]), "Host names the admin API answers to in Host and Origin, besides IP addresses and localhost (DNS-rebinding guard)."),
     ]
 
     static let auth: [ConfigKeySpec] = [
@@ -43,8 +45,10 @@ extension ConfigKeySpec {
         .init("transport.max_message_bytes", .int(1024...16_777_216), .int(65536), "Largest WebSocket message after reassembly; larger closes with 1009."),
         .init("transport.outbox_bytes", .int(4096...1_073_741_824), .int(1_048_576), "Bytes waiting to be written to one socket; past that the socket is closed with 1008."),
         .init("transport.inbound_bytes", .int(4096...1_073_741_824), .int(1_048_576), "Bytes of messages read from one socket and not yet handled; past that the socket is not read (TCP pushes back) until half is handled."),
-        .init("transport.handshake_timeout_ms", .int(1000...600_000), .int(10000), "Deadline for a connection to finish its HTTP/WebSocket handshake."),
-        .init("transport.ping_interval_ms", .int(1000...3_600_000), .int(30000), "Idle time before the server pings a WebSocket; silent for twice this, it is dropped."),
+        .init("transport.handshake_timeout_ms", .int(1000...600_000), .int(10000), "Deadline for any connection to finish its HTTP request or WebSocket handshake, for a request body, and for keep-alive idle time; past it the connection is closed."),
+        .init("transport.ping_interval_ms", .int(1000...3_600_000), .int(30000), "Silence before the server pings a WebSocket (any frame from the client counts); silent for as long again, it is dropped."),
+        .init("transport.max_connections_per_address", .int(1...1_000_000), .int(2000), "Connections of any kind (WebSocket, HTTP, not yet known) one remote address may hold on one listener; more are closed at accept."),
+        .init("transport.max_pending_per_address", .int(1...100_000), .int(32), "Connections from one remote address that have not finished a request or handshake; more are closed at accept."),
         .init("transport.max_request_body_bytes", .int(0...16_777_216), .int(65536), "Largest HTTP request body on either listener; larger is answered 413."),
     ]
 
@@ -61,6 +65,7 @@ extension ConfigKeySpec {
         .init("peerjs.queue.per_sender", .int(1...1_000_000), .int(1024), "Queued messages per sender, all destinations."),
         .init("peerjs.queue.total", .int(1...100_000_000), .int(100_000), "Queued messages in total."),
         .init("peerjs.queue.total_bytes", .int(1024...17_179_869_184), .int(67_108_864), "Queued bytes in total."),
+        .init("peerjs.queue.per_sender_bytes", .int(1024...17_179_869_184), .int(4_194_304), "Queued bytes per sender, all destinations: a sender's share of total_bytes, so a few senders cannot fill it."),
         .init("peerjs.malformed.rate", .double(0...1_000_000), .double(5), "Malformed frames tolerated per second per socket, sustained."),
         .init("peerjs.messages.rate", .double(0.1...1_000_000), .double(5000), "Messages one PeerJS socket may send per second, sustained; more are dropped."),
         .init("peerjs.messages.burst", .double(1...1_000_000), .double(10000), "Messages one PeerJS socket may send in a burst; beyond it they are dropped, and a socket that also uses up a burst of drops (refilled at the same rate) is closed (1008)."),
@@ -105,6 +110,10 @@ extension ConfigKeySpec {
         .init("calls.max_members", .int(1...10_000), .int(100), "Largest number of members of one call."),
         .init("calls.ring_rate_per_minute", .double(0...10_000), .double(20), "Rings one user may receive per minute (token bucket rate)."),
         .init("calls.ring_burst", .double(1...10_000), .double(10), "Rings one user may receive in a burst (token bucket size)."),
+        .init("calls.creates_per_minute_per_user", .double(0...100_000), .double(60), "Calls one user may create per minute (token bucket rate); past it call.get_or_create and creating joins are rate_limited. Admin tokens are exempt."),
+        .init("calls.create_burst_per_user", .double(1...100_000), .double(30), "Calls one user may create in a burst (token bucket size)."),
+        .init("calls.invites_per_minute_per_user", .double(0...100_000), .double(120), "Members one user may add to existing calls per minute (call.invite; token bucket rate); past it rate_limited. Admin tokens are exempt."),
+        .init("calls.invite_burst_per_user", .double(1...100_000), .double(60), "Members one user may add to existing calls in a burst (token bucket size)."),
         .init("calls.dominant_speaker_hold_ms", .int(0...60_000), .int(1500), "How long a louder speaker must lead before taking over from one still speaking."),
     ]
 

@@ -13,6 +13,8 @@ import SwitchboardTransport
 final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Sendable {
     let hub: SignalingHub
     let transport: LWSServer
+    /// The daemon's watchdog view: service threads whose loop stopped turning.
+    var stalledThreads: @Sendable () -> [Int] = { [] }
     let store: SQLiteStore
     let registry: PrometheusCollectorRegistry
     let logLevelControl: LogLevelControl
@@ -75,7 +77,9 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     func beginDrain() { hub.beginDraining() }
 
     func readiness() -> Readiness {
-        Readiness(storeWritable: store.isWritable(), listenersUp: transport.isRunning, draining: hub.isDraining)
+        Readiness(
+            storeWritable: store.isWritable(), listenersUp: transport.isRunning, threadsTurning: stalledThreads().isEmpty,
+            draining: hub.isDraining)
     }
 
     func metricsText() -> String { registry.emitToString() }

@@ -15,6 +15,11 @@ extension SwitchboardConfiguration {
         guard cert.isEmpty == key.isEmpty else {
             throw SwitchboardError(.invalidConfiguration, "server.tls.cert_file and server.tls.key_file must be set together")
         }
+        for (name, path) in [("server.tls.cert_file", cert), ("server.tls.key_file", key)] where !path.isEmpty {
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                throw SwitchboardError(.invalidConfiguration, "\(name): cannot read \(path)")
+            }
+        }
         let maxBody = try values.int("transport.max_request_body_bytes")
         let connect = try values.string("connect.path")
         guard connect.isEmpty || (connect.hasPrefix("/") && connect != routes.webSocketPath) else {
@@ -41,9 +46,11 @@ extension SwitchboardConfiguration {
             outboxBytes: try values.int("transport.outbox_bytes"),
             inboundBytes: try values.int("transport.inbound_bytes"),
             handshakeTimeout: try values.milliseconds("transport.handshake_timeout_ms"),
-            pingInterval: try values.milliseconds("transport.ping_interval_ms")
+            pingInterval: try values.milliseconds("transport.ping_interval_ms"),
+            maxConnectionsPerAddress: try values.int("transport.max_connections_per_address"),
+            maxPendingPerAddress: try values.int("transport.max_pending_per_address")
         )
-        admin = AdminConfiguration(token: try Self.adminToken(values, host: adminHost))
+        admin = try Self.admin(values, host: adminHost)
         store = StoreConfiguration(
             directory: try values.string("store.directory"),
             synchronous: StoreConfiguration.Synchronous(rawValue: try values.string("store.synchronous")) ?? .normal,
@@ -80,6 +87,7 @@ extension SwitchboardConfiguration {
             maxQueuedPerSender: try values.int("peerjs.queue.per_sender"),
             maxQueuedTotal: try values.int("peerjs.queue.total"),
             maxQueuedBytes: try values.int("peerjs.queue.total_bytes"),
+            maxQueuedBytesPerSender: try values.int("peerjs.queue.per_sender_bytes"),
             malformedRate: try values.double("peerjs.malformed.rate"),
             malformedBurst: try values.double("peerjs.malformed.burst"),
             messageRate: try values.double("peerjs.messages.rate"),
@@ -107,7 +115,9 @@ extension SwitchboardConfiguration {
             dominantSpeakerHold: try values.milliseconds("calls.dominant_speaker_hold_ms"), maxMembers: try values.int("calls.max_members"),
             connectionsPerUser: try values.int("limits.connections_per_user"), messageRate: try values.double("limits.messages_per_second"),
             messageBurst: try values.double("limits.message_burst"), authFailuresPerMinute: try values.double("limits.auth_failures_per_minute_per_ip"),
-            authFailureBurst: try values.double("limits.auth_failure_burst_per_ip"))
+            authFailureBurst: try values.double("limits.auth_failure_burst_per_ip"),
+            createsPerMinute: try values.double("calls.creates_per_minute_per_user"), createBurst: try values.double("calls.create_burst_per_user"),
+            invitesPerMinute: try values.double("calls.invites_per_minute_per_user"), inviteBurst: try values.double("calls.invite_burst_per_user"))
     }
 
     private static func auth(_ values: ConfigValues) throws -> AuthConfiguration {
@@ -132,16 +142,23 @@ extension SwitchboardConfiguration {
         return first
     }
 
-    /// The admin token from `admin.token` or `admin.token_file`; required off loopback.
-    private static func adminToken(_ values: ConfigValues, host: String) throws -> String? {
-        let token = try secretValue(values, inline: "admin.token", file: "admin.token_file") ?? ""
-        if token.isEmpty, !isLoopback(host) {
-            throw SwitchboardError(.invalidConfiguration, "admin.token: required when admin.host (\(host)) is not a loopback address")
+    /// `admin.auth`, the token from `admin.token` or `admin.token_file` (the daemon generates one
+    /// when none is set), and the extra host names. `none` is allowed only on a loopback address,
+    /// checked as an address: a name such as `127.0.0.1.nip.io` is not one.
+    private static func admin(_ values: ConfigValues, host: String) throws -> AdminConfiguration {
+        let auth = AdminConfiguration.Auth(rawValue: try values.string("admin.auth")) ?? .token
+        let token = try secretValue(values, inline: "admin.token", file: "admin.token_file")
+        if auth == .none, !AdminRequestPolicy.isLoopbackAddress(host) {
+            throw SwitchboardError(
+                .invalidConfiguration, "admin.auth: none is allowed only when admin.host is a loopback address such as 127.0.0.1 or ::1 (got \(host))")
         }
-        return token.isEmpty ? nil : token
-    }
-
-    private static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        var allowed: [String] = []
+        for name in try values.strings("admin.allowed_hosts") {
+            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" }) else {
+                throw SwitchboardError(.invalidConfiguration, "admin.allowed_hosts: \"\(name)\" is not a host name")
+            }
+            allowed.append(name)
+        }
+        return AdminConfiguration(auth: auth, token: auth == .none ? nil : token, allowedHosts: allowed)
     }
 }

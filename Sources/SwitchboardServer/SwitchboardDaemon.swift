@@ -28,6 +28,26 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     private var started = false
     private var stopped = false
     private var store: SQLiteStore?
+    private var stateLock: ProcessLock?
+    /// How long a service thread's loop may go without turning before `/readyz` fails (a
+    /// healthy loop turns at least every 100 ms).
+    public var watchdogThreshold: Duration {
+        get { lock.withLock { threshold } }
+        set { lock.withLock { threshold = newValue } }
+    }
+    private var threshold: Duration = .seconds(5)
+
+    /// Service threads whose loop has not turned within ``watchdogThreshold``.
+    public func stalledThreads() -> [Int] { transport.stalledThreads(threshold: watchdogThreshold) }
+
+    /// Testing only: blocks service thread `index` until `release` is signalled.
+    public func stallServiceThreadForTesting(_ index: Int, until release: DispatchSemaphore) {
+        transport.stallForTesting(thread: index, until: release)
+    }
+
+    /// Service threads that did not stop at shutdown (stuck in a callback); `serve` exits
+    /// non-zero when there are any.
+    public private(set) var stuckThreads: [Int] = []
     private var adminContext: DaemonAdminContext?
     /// The location table and placement (after ``start()``).
     public private(set) var directory: SFUDirectory?
@@ -81,7 +101,10 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
 
     /// Opens the store (applying migrations), binds the listeners and starts serving.
     public func start() throws {
+        let stateLock = try ProcessLock(directory: configuration.store.directory)
         let store = try SQLiteStore(configuration: configuration.store)
+        // While the store is idle (no load), give the heap memory ended calls left back.
+        store.whenIdle { ProcessMemory.releaseFree() }
         let factory = PrometheusMetricsFactory(registry: registry)
         let directory = try SFUDirectory(
             store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
@@ -94,7 +117,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let context = DaemonAdminContext(
             hub: hub, transport: transport, store: store, directory: directory, calls: calls, registry: registry,
             factory: factory, logLevel: logLevel, tokens: tokens)
-        context.install(AdminRoutes.router(configuration: configuration.admin, context: context))
+        context.stalledThreads = { [weak self] in self?.stalledThreads() ?? [] }
+        context.install(AdminRoutes.router(configuration: try adminConfiguration(), context: context))
         // The hub is ready before the first connection can arrive.
         hub.start(transport: transport, admin: context, tokens: tokens)
         directory.start { [logger] moves in
@@ -108,6 +132,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 precondition(!started, "start() called twice")
                 started = true
                 self.store = store
+                self.stateLock = stateLock
                 self.adminContext = context
                 self.directory = directory
                 self.calls = calls
@@ -125,6 +150,22 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 "url": "\(webSocketURL)", "admin": "\(adminURL)", "threads": "\(configuration.transport.serviceThreads)",
                 "store": "\(configuration.store.databasePath)",
             ])
+    }
+
+    /// The admin settings with the token resolved: with token auth and none configured, the one
+    /// generated into the state directory (its path is logged, never its value).
+    private func adminConfiguration() throws -> AdminConfiguration {
+        var admin = configuration.admin
+        guard admin.auth == .token, admin.token == nil else { return admin }
+        let file = try AdminTokenFile.loadOrCreate(directory: configuration.store.directory) {
+            var generator = SystemRandomNumberGenerator()
+            return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        }
+        admin.token = file.token
+        logger.notice(
+            file.created ? "generated an admin API token" : "admin API token read from the state directory",
+            metadata: ["admin.token_file": "\(file.path)"])
+        return admin
     }
 
     /// SIGHUP: applies the reloaded configuration's log level and SFU seed file.
@@ -147,11 +188,16 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         hub.beginDraining()
         let clean = transport.drain(code: .goingAway, timeout: configuration.drainTimeout)
         if !clean { logger.warning("drain timeout passed with sockets still open; closing them") }
-        transport.stop()
+        let stuck = transport.stop(timeout: max(.seconds(1), min(configuration.drainTimeout, .seconds(5))))
+        if !stuck.isEmpty {
+            logger.critical("service threads did not stop (stuck); exiting without them", metadata: ["threads": "\(stuck)"])
+            lock.withLock { stuckThreads = stuck }
+        }
         calls?.stop()
         hub.stop()
         directory?.stop()
         lock.withLock { adminContext }?.install(nil)
+        lock.withLock { stateLock = nil }
         logger.notice("stopped")
     }
 

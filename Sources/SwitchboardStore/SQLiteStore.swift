@@ -25,6 +25,8 @@ public final class SQLiteStore: Sendable {
             grdb.prepareDatabase { db in
                 // GRDB rounds the timeout through seconds; set the exact milliseconds.
                 try db.execute(sql: "PRAGMA busy_timeout = \(busyMilliseconds)")
+                // When a checkpoint lets the writer start the WAL over, the file shrinks to this.
+                try db.execute(sql: "PRAGMA journal_size_limit = \(WALCheckpointer.walSizeLimitBytes)")
             }
             pool = try DatabasePool(path: configuration.databasePath, configuration: grdb)
             // DatabasePool sets synchronous=NORMAL on its writer after prepareDatabase runs.
@@ -36,6 +38,13 @@ public final class SQLiteStore: Sendable {
         } catch {
             throw SwitchboardError(.unavailable, "cannot open the store at \(configuration.databasePath): \(error)")
         }
+    }
+
+    /// Runs `action` while the store is idle (nothing new in the WAL since the last checkpoint),
+    /// at most every 15 s; only with a checkpoint interval. The daemon hands free heap memory back
+    /// to the kernel there, once ended calls have left memory.
+    public func whenIdle(_ action: @escaping @Sendable () -> Void) {
+        checkpointer?.whenIdle(action)
     }
 
     /// With a checkpoint interval, moves the writer's own checkpoint back to a backstop and

@@ -21,12 +21,25 @@ final class WALCheckpointer: @unchecked Sendable {
 
     /// Pages the writer may leave in the WAL before it checkpoints itself (the backstop).
     static let backstopPages = 10_000
+    /// The WAL file is cut back to this size once checkpointed (journal_size_limit), and to
+    /// nothing when the store goes idle, so a burst of writes does not keep its disk space.
+    static let walSizeLimitBytes = 4 << 20
+    private let busyTimeout: Duration
+    /// Run while the store is idle, at most once per ``idleActionPeriod`` (on the
+    /// checkpointer's queue).
+    private let idleAction = NSLock()
+    private var onIdle: (@Sendable () -> Void)?
+    private var lastIdleAction: DispatchTime?
+    static let idleActionPeriod: DispatchTimeInterval = .seconds(15)
+
+    func whenIdle(_ action: @escaping @Sendable () -> Void) { idleAction.withLock { onIdle = action } }
 
     init(path: String, interval: Duration, busyTimeout: Duration) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(TimeInterval(busyTimeout.milliseconds) / 1000)
         configuration.label = "switchboard.checkpointer"
         connection = try DatabaseQueue(path: path, configuration: configuration)
+        self.busyTimeout = busyTimeout
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "switchboard.checkpointer", qos: .utility))
         let milliseconds = Int(interval.milliseconds)
         timer.schedule(deadline: .now() + .milliseconds(milliseconds), repeating: .milliseconds(milliseconds), leeway: .milliseconds(milliseconds / 10))
@@ -45,8 +58,28 @@ final class WALCheckpointer: @unchecked Sendable {
         }
         guard let result = try? connection.writeWithoutTransaction({ db in try db.checkpoint(.passive) }) else { return }
         let idle = result.walFrameCount == result.checkpointedFrameCount && last.map { $0 == result } == true
+        if idle, result.walFrameCount > 0 { truncate() }
+        if idle { runIdleAction() }
         last = result
         backoff = idle ? min(max(1, backoff * 2), 32) : 0
         skip = backoff
+    }
+
+    private func runIdleAction() {
+        let now = DispatchTime.now()
+        if let last = lastIdleAction, now < last + Self.idleActionPeriod { return }
+        lastIdleAction = now
+        idleAction.withLock { onIdle }?()
+    }
+
+    /// Idle with everything checkpointed: empties the WAL file (a TRUNCATE checkpoint that does
+    /// not wait: if a writer or reader is busy, it is simply tried at the next idle check).
+    private func truncate() {
+        _ = try? connection.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA busy_timeout = 0")
+            defer { try? db.execute(sql: "PRAGMA busy_timeout = \(busyTimeout.milliseconds)") }
+            return try db.checkpoint(.truncate)
+        }
+        last = nil
     }
 }

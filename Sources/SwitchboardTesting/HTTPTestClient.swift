@@ -21,8 +21,12 @@ public enum HTTPTestClient {
     ) throws -> Response {
         let socket = try BlockingSocket(host: host, port: port)
         defer { socket.close() }
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: close\r\n"
+        var head = "\(method) \(path) HTTP/1.1\r\nConnection: close\r\n"
+        if !headers.keys.contains(where: { $0.lowercased() == "host" }) { head += "Host: \(host):\(port)\r\n" }
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if !body.isEmpty, !headers.keys.contains(where: { $0.lowercased() == "content-type" }) {
+            head += "Content-Type: application/json\r\n"
+        }
         if !body.isEmpty || ["POST", "PUT", "PATCH"].contains(method) { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"
         try socket.send(Array(head.utf8) + body)

@@ -14,6 +14,7 @@ public final class InMemoryAdminContext: AdminContext, @unchecked Sendable {
     public var auditLog: any AuditLog { memoryLog }
     public var metrics = "# TYPE switchboard_connections gauge\nswitchboard_connections{kind=\"peerjs\"} 0\n"
     public var listenersUp = true
+    public var threadsTurning = true
     public let fixedNow = Date(timeIntervalSince1970: 1_800_000_000)
     /// A real directory over the in-memory store, driven by ``clock``.
     public let clock = ManualClock()
@@ -54,7 +55,7 @@ public final class InMemoryAdminContext: AdminContext, @unchecked Sendable {
     public func beginDrain() { lock.withLock { draining = true } }
 
     public func readiness() -> Readiness {
-        Readiness(storeWritable: memoryLog.isWritable(), listenersUp: listenersUp, draining: isDraining)
+        Readiness(storeWritable: memoryLog.isWritable(), listenersUp: listenersUp, threadsTurning: threadsTurning, draining: isDraining)
     }
 
     public func metricsText() -> String { metrics }

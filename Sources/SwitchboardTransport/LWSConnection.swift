@@ -11,6 +11,13 @@ final class LWSConnection {
     let remoteAddress: String
     /// The listener the connection arrived on.
     let listener: ListenerConfiguration
+    /// Its one deadline (handshake, request, keep-alive, ping or close), kept in the thread's
+    /// timer wheel.
+    var timer: ConnectionTimer
+    /// Counted in the thread's ``AddressGate`` (every accepted socket is).
+    var counted = false
+    /// A ping is due on the next writable callback.
+    var pingDue = false
 
     // WebSocket
     var upgrade: WebSocketUpgrade?
@@ -29,11 +36,15 @@ final class LWSConnection {
     /// The request was handed to the application; its response is awaited.
     var requestDispatched = false
     var response: HTTPResponse?
+    /// The response refuses the request before its body was read: close once it is written,
+    /// so the rest of the body is never parsed as a request.
+    var closeAfterResponse = false
 
-    init(id: ConnectionID, wsi: OpaquePointer, listener: ListenerConfiguration, remoteAddress: String) {
+    init(id: ConnectionID, wsi: OpaquePointer, listener: ListenerConfiguration, remoteAddress: String, timer: ConnectionTimer) {
         self.id = id
         self.wsi = wsi
         self.listener = listener
         self.remoteAddress = remoteAddress
+        self.timer = timer
     }
 }

@@ -4,6 +4,7 @@ import CLibWebSockets
 enum LWSHeaders {
     /// Header fields the application may look at, by lower-case name.
     static let tokens: [(String, lws_token_indexes)] = [
+        ("host", WSI_TOKEN_HOST),
         ("origin", WSI_TOKEN_ORIGIN),
         ("authorization", WSI_TOKEN_HTTP_AUTHORIZATION),
         ("content-type", WSI_TOKEN_HTTP_CONTENT_TYPE),

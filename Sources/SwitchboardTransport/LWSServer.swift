@@ -17,6 +17,7 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
     private var stopped = false
 
     private var boundPorts: [ListenerRole: Int] = [:]
+    private let gate: AddressGate
 
     /// Told of every close the transport itself decides (1009, and 1001 when draining); closes
     /// the application asks for are its own to count.
@@ -26,6 +27,7 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         self.onClose = onClose
+        self.gate = AddressGate(maxConnections: configuration.maxConnectionsPerAddress, maxPending: configuration.maxPendingPerAddress)
     }
 
     /// The port a listener is bound to (the configured one, or the one the kernel picked for 0).
@@ -37,6 +39,14 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
     public func start(sink: any TransportEventSink) throws {
         _ = sb_raise_nofile_limit()
         lws_set_log_level(Int32(LLL_ERR), nil)
+        // SO_REUSEPORT lets any process of this user join a port: check first that nobody holds
+        // it, so only this process's threads share it (a fixed port only; 0 is always fresh).
+        for listener in configuration.listeners where listener.port != 0 {
+            let taken = sb_port_taken(listener.host, Int32(listener.port))
+            if taken == -EADDRINUSE {
+                throw TransportError("cannot listen on \(listener.host):\(listener.port) (\(listener.role.rawValue)): the port is already in use by another process")
+            }
+        }
         var ports = Dictionary(uniqueKeysWithValues: configuration.listeners.map { ($0.role, $0.port) })
         let shared = configuration.listeners.filter(\.onEveryServiceThread)
         var plan = Array(repeating: shared, count: shared.isEmpty ? 0 : max(1, configuration.serviceThreads))
@@ -50,7 +60,7 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
                     bound.append(BoundListener(configuration: listener, fd: fd))
                 }
                 let thread = ServiceThread(
-                    index: index, listeners: bound, configuration: configuration, sink: sink, logger: logger, onClose: onClose)
+                    index: index, listeners: bound, configuration: configuration, gate: gate, sink: sink, logger: logger, onClose: onClose)
                 try thread.start()
                 lock.withLock { threads.append(thread) }
             } catch {
@@ -118,14 +128,33 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
         return threads.allSatisfy { $0.mailbox.waitForWebSocketsToClose(until: deadline) }
     }
 
-    /// Stops every service thread and destroys their contexts. Idempotent.
-    public func stop() {
+    /// Testing only: blocks service thread `index` until `release` is signalled.
+    public func stallForTesting(thread index: Int, until release: DispatchSemaphore) {
+        let threads = lock.withLock { self.threads }
+        guard threads.indices.contains(index) else { return }
+        threads[index].mailbox.post(.stall(release))
+    }
+
+    /// Service threads whose loop has not turned for `threshold` (they turn at least every
+    /// 100 ms when healthy): a thread stuck in a callback serves nobody.
+    public func stalledThreads(threshold: Duration = .seconds(5)) -> [Int] {
+        let threads = lock.withLock { self.threads }
+        let now = ServiceThread.now()
+        return threads.filter { now.since(MonotonicTime(nanoseconds: $0.lastTurn.load(ordering: .relaxed))) > threshold }.map(\.index)
+    }
+
+    /// Stops every service thread and destroys their contexts, waiting up to `timeout` for
+    /// each. Returns the indices of threads that did not stop in time (stuck), which are left
+    /// behind. Idempotent.
+    @discardableResult
+    public func stop(timeout: Duration = .seconds(10)) -> [Int] {
         let threads: [ServiceThread] = lock.withLock {
             guard !stopped else { return [] }
             stopped = true
             return self.threads
         }
         for thread in threads { thread.mailbox.requestStop() }
-        for thread in threads { thread.waitUntilFinished() }
+        let deadline = DispatchTime.now() + .milliseconds(Int(timeout.milliseconds))
+        return threads.filter { !$0.waitUntilFinished(until: deadline) }.map(\.index)
     }
 }

@@ -11,6 +11,9 @@ final class Mailbox: @unchecked Sendable {
     enum Control: Sendable {
         /// Stop accepting; close every WebSocket with the code, giving each until the deadline.
         case drain(CloseCode, seconds: Int32)
+        /// Testing only: block the service thread until the semaphore is signalled, as a thread
+        /// stuck in a callback would be (the watchdog and the shutdown must cope).
+        case stall(DispatchSemaphore)
     }
 
     /// The close reason of a connection whose outbox overflowed.

@@ -15,6 +15,7 @@ extension ServiceThread {
         for control in controls {
             switch control {
             case .drain(let code, let seconds): drain(code, seconds: seconds)
+            case .stall(let release): release.wait()
             }
         }
     }
@@ -37,7 +38,7 @@ extension ServiceThread {
                 let dropped = connection.outbox.reduce(0) { $0 + $1.bytes.count }
                 connection.outbox.removeAll()
                 mailbox.written(dropped, on: connection.id)
-                lws_set_timeout(connection.wsi, PENDING_TIMEOUT_CLOSE_SEND, 2)
+                retime(connection) { $0.closing(now: ServiceThread.now(), grace: .seconds(2)) }
             }
             lws_callback_on_writable(connection.wsi)
         case .respond(_, let response):
@@ -53,10 +54,11 @@ extension ServiceThread {
         for listener in listeners where listener.role == .client {
             if let wsi = listener.wsi { lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC) }
         }
+        let now = ServiceThread.now()
         for connection in connections.values where connection.kind == .webSocket {
             connection.pendingClose = (code, "server shutting down")
             onClose?(code)
-            lws_set_timeout(connection.wsi, PENDING_TIMEOUT_CLOSE_SEND, max(1, seconds))
+            retime(connection) { $0.closing(now: now, grace: .seconds(Int64(max(1, seconds)))) }
             lws_callback_on_writable(connection.wsi)
         }
     }

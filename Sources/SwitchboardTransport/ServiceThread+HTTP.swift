@@ -19,6 +19,8 @@ extension ServiceThread {
         case LWS_CALLBACK_HTTP_WRITEABLE:
             guard let connection = connectionsByWSI[wsi], let response = connection.response else { return 0 }
             return writeResponse(connection, response)
+        case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+            return confirmUpgrade(wsi, input: input)
         case LWS_CALLBACK_CLOSED_HTTP:
             if let connection = connectionsByWSI[wsi] {
                 connection.request = nil
@@ -40,15 +42,28 @@ extension ServiceThread {
             remoteAddress: connection.remoteAddress, listener: connection.listener.role)
         connection.requestBodyTooLarge = false
         connection.requestDispatched = false
+        connection.closeAfterResponse = false
         connection.response = nil
+        retime(connection) { $0.requestStarted(now: Self.now(), timeouts: timeouts) }
+        if lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH, 1) > 0 {
+            // Two Content-Length headers: which one frames the body is ambiguous (a request
+            // smuggling shape), so the request is refused and the connection closed.
+            connection.requestBodyTooLarge = true
+            refuseBeforeBody(connection, SwitchboardError(.invalidRequest, "more than one Content-Length header"))
+            return 0
+        }
         let declared = Int(LWSHeaders.copy(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) ?? "") ?? 0
         if declared > connection.listener.maxRequestBodyBytes {
-            respondLocally(connection, SwitchboardError(.payloadTooLarge, "request body exceeds \(connection.listener.maxRequestBodyBytes) bytes").httpResponse)
+            // Answered before the body is read: the rest of it is discarded and the connection
+            // closed after the answer, never parsed as the next request.
+            connection.requestBodyTooLarge = true
+            refuseBeforeBody(connection, SwitchboardError(.payloadTooLarge, "request body exceeds \(connection.listener.maxRequestBodyBytes) bytes"))
             return 0
         }
         if LWSHeaders.copy(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) != nil {
             // lws 4.1 does not de-chunk request bodies for servers: refuse rather than hang.
-            respondLocally(connection, SwitchboardError(.invalidRequest, "chunked request bodies are not supported; send Content-Length").httpResponse)
+            connection.requestBodyTooLarge = true
+            refuseBeforeBody(connection, SwitchboardError(.invalidRequest, "chunked request bodies are not supported; send Content-Length"))
             return 0
         }
         // With a body, lws calls HTTP_BODY_COMPLETION; without one it never does.
@@ -69,6 +84,7 @@ extension ServiceThread {
     private func finishRequest(_ connection: LWSConnection) {
         guard let request = connection.request, connection.response == nil, !connection.requestDispatched else { return }
         connection.requestDispatched = true
+        retime(connection) { $0.requestDispatched(now: Self.now(), timeouts: timeouts) }
         if connection.requestBodyTooLarge {
             respondLocally(connection, SwitchboardError(.payloadTooLarge, "request body exceeds \(connection.listener.maxRequestBodyBytes) bytes").httpResponse)
             return
@@ -81,7 +97,29 @@ extension ServiceThread {
         lws_callback_on_writable(connection.wsi)
     }
 
-    private func writeResponse(_ connection: LWSConnection, _ response: HTTPResponse) -> Int32 {
+    /// Answers a request refused on its headers alone and closes the connection once the answer
+    /// is written; the body still arriving is dropped.
+    private func refuseBeforeBody(_ connection: LWSConnection, _ error: SwitchboardError) {
+        connection.requestDispatched = true
+        connection.closeAfterResponse = true
+        retime(connection) { $0.closing(now: Self.now(), grace: timeouts.handshake) }
+        respondLocally(connection, error.httpResponse)
+    }
+
+    /// An `Upgrade` header: only `websocket` is served. Anything else (`h2c` above all, which
+    /// lws would otherwise switch to with a 101) is answered 400 and the connection closed.
+    private func confirmUpgrade(_ wsi: OpaquePointer, input: UnsafeMutableRawPointer?) -> Int32 {
+        let requested = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? ""
+        if requested.lowercased() == "websocket" { return 0 }
+        let connection = connection(for: wsi)
+        connection.closeAfterResponse = true
+        var response = SwitchboardError(.invalidRequest, "this server does not upgrade to \(LogText.escape(requested, limit: 40))").httpResponse
+        response.status = 400
+        _ = writeResponse(connection, response)
+        return -1
+    }
+
+    func writeResponse(_ connection: LWSConnection, _ response: HTTPResponse) -> Int32 {
         let wsi = connection.wsi
         let isHead = connection.request?.method == "HEAD"
         connection.response = nil
@@ -96,11 +134,18 @@ extension ServiceThread {
             let value = Array(header.value.utf8)
             guard lws_add_http_header_by_name(wsi, name, value, Int32(value.count), &cursor, area.end) == 0 else { return -1 }
         }
+        if connection.closeAfterResponse {
+            let value = Array("close".utf8)
+            guard lws_add_http_header_by_name(wsi, "connection:", value, Int32(value.count), &cursor, area.end) == 0 else { return -1 }
+        }
         guard lws_finalize_write_http_header(wsi, area.start, &cursor, area.end) == 0 else { return -1 }
         if !response.body.isEmpty, !isHead {
             let start = writeBuffer.stage(response.body)
             guard lws_write(wsi, start, response.body.count, LWS_WRITE_HTTP_FINAL) >= 0 else { return -1 }
         }
-        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+        if connection.closeAfterResponse { return -1 }
+        guard lws_http_transaction_completed(wsi) == 0 else { return -1 }
+        retime(connection) { $0.responded(now: Self.now(), timeouts: timeouts) }
+        return 0
     }
 }

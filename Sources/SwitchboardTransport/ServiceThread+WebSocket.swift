@@ -11,12 +11,20 @@ extension ServiceThread {
         case LWS_CALLBACK_ESTABLISHED:
             let connection = connection(for: wsi)
             connection.kind = .webSocket
+            retime(connection) { $0.established(now: Self.now(), timeouts: timeouts, spread: connection.id.rawValue) }
             mailbox.webSocketOpened(connection.id)
             inbound.append(.opened(connection.id, connection.upgrade ?? WebSocketUpgrade(path: "")))
             return 0
         case LWS_CALLBACK_RECEIVE:
             guard let connection = connectionsByWSI[wsi] else { return -1 }
+            connection.timer.heard = true
             return receive(connection, input: input, length: length)
+        case LWS_CALLBACK_RECEIVE_PONG:
+            connectionsByWSI[wsi]?.timer.heard = true
+            return 0
+        case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+            refuseInvalidCloseCode(input, length: length)
+            return 0
         case LWS_CALLBACK_SERVER_WRITEABLE:
             guard let connection = connectionsByWSI[wsi] else { return 0 }
             return writeFrames(connection)
@@ -31,10 +39,32 @@ extension ServiceThread {
         }
     }
 
-    /// Accepts upgrades only on the configured paths; answers others with 400.
+    /// RFC 6455 7.4: a close code of 5000 or more is invalid. lws turns the reserved codes
+    /// below 3000 into 1002 when it echoes the close, but not these: the same here, in the
+    /// payload lws is about to echo.
+    private func refuseInvalidCloseCode(_ input: UnsafeMutableRawPointer?, length: Int) {
+        guard let input, length >= 2 else { return }
+        let bytes = input.assumingMemoryBound(to: UInt8.self)
+        let code = Int(bytes[0]) << 8 | Int(bytes[1])
+        guard code >= 5000 else { return }
+        bytes[0] = UInt8(CloseCode.protocolError.rawValue >> 8)
+        bytes[1] = UInt8(CloseCode.protocolError.rawValue & 0xFF)
+    }
+
+    /// Accepts upgrades only on the configured paths (others get 400), with version 13 (others
+    /// get 426 naming it) and a well-formed key (16 bytes in base64; others get 400).
     private func filterUpgrade(_ wsi: OpaquePointer) -> Int32 {
         let path = LWSHeaders.copy(wsi, WSI_TOKEN_GET_URI) ?? ""
         let connection = connection(for: wsi)
+        if LWSHeaders.copy(wsi, WSI_TOKEN_VERSION) != "13" {
+            var response = SwitchboardError(.invalidRequest, "only WebSocket version 13 is served").httpResponse
+            response.status = 426
+            response.headers.append(("Sec-WebSocket-Version", "13"))
+            return refuseUpgrade(connection, response)
+        }
+        guard Self.isWellFormedKey(LWSHeaders.copy(wsi, WSI_TOKEN_KEY)) else {
+            return refuseUpgrade(connection, SwitchboardError(.invalidRequest, "Sec-WebSocket-Key must be 16 bytes in base64").httpResponse)
+        }
         guard connection.listener.webSocketPaths.contains(path) else {
             _ = lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST.rawValue, "no WebSocket endpoint at this path")
             return 1
@@ -43,6 +73,18 @@ extension ServiceThread {
             path: path, query: LWSHeaders.query(wsi), headers: LWSHeaders.headers(wsi),
             remoteAddress: connection.remoteAddress)
         return 0
+    }
+
+    private func refuseUpgrade(_ connection: LWSConnection, _ response: HTTPResponse) -> Int32 {
+        connection.closeAfterResponse = true
+        _ = writeResponse(connection, response)
+        return 1
+    }
+
+    /// 24 characters of base64 ending in `==`: what 16 random bytes encode to.
+    static func isWellFormedKey(_ key: String?) -> Bool {
+        guard let key, key.utf8.count == 24, key.hasSuffix("==") else { return false }
+        return key.utf8.dropLast(2).allSatisfy { ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 43 || $0 == 47 }
     }
 
     private func receive(_ connection: LWSConnection, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
@@ -80,11 +122,18 @@ extension ServiceThread {
         connection.outbox.removeAll()
         mailbox.written(dropped, on: connection.id)
         connection.pendingClose = (.messageTooBig, "message exceeds max_message_bytes")
-        lws_set_timeout(connection.wsi, PENDING_TIMEOUT_CLOSE_SEND, 2)
+        retime(connection) { $0.closing(now: Self.now(), grace: .seconds(2)) }
         lws_callback_on_writable(connection.wsi)
     }
 
     private func writeFrames(_ connection: LWSConnection) -> Int32 {
+        if connection.pingDue {
+            connection.pingDue = false
+            let start = writeBuffer.stage([])
+            guard lws_write(connection.wsi, start, 0, LWS_WRITE_PING) >= 0 else { return -1 }
+            if !connection.outbox.isEmpty || connection.pendingClose != nil { lws_callback_on_writable(connection.wsi) }
+            return 0
+        }
         var written = 0
         defer { mailbox.written(written, on: connection.id) }
         while let (frame, binary) = connection.outbox.first {

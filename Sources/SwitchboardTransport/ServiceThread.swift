@@ -2,6 +2,7 @@ import CLibWebSockets
 import CSwitchboardShims
 import Foundation
 import Logging
+import Synchronization
 import SwitchboardCore
 
 /// One libwebsockets context on its own thread, with an epoll-backed libev loop and its own
@@ -33,19 +34,42 @@ final class ServiceThread: @unchecked Sendable {
     var writeBuffer = WriteBuffer()
     private let finished = DispatchSemaphore(value: 0)
 
+    // Connection deadlines: our own wheel, so lws's sorted timer list stays short (ADR 0007).
+    let timeouts: ConnectionTimer.Timeouts
+    var timers: TimerWheel<ConnectionID>
+    private var tickTimer: UnsafeMutableRawPointer?
+    let gate: AddressGate
+    /// A descriptor held back for when accept(2) runs out of them (EMFILE/ENFILE).
+    var reserveDescriptor: Int32 = -1
+    var acceptFailures = RateLimitedCount(every: .seconds(10))
+    /// When the loop last turned (monotonic nanoseconds), read by the watchdog from any thread.
+    let lastTurn = Atomic<Int64>(0)
+
+    /// How often the loop turns at the least, and the wheel's resolution.
+    static let tick: Duration = .milliseconds(100)
+
     init(
-        index: Int, listeners: [BoundListener], configuration: TransportConfiguration, sink: any TransportEventSink, logger: Logger,
-        onClose: (@Sendable (CloseCode) -> Void)? = nil
+        index: Int, listeners: [BoundListener], configuration: TransportConfiguration, gate: AddressGate, sink: any TransportEventSink,
+        logger: Logger, onClose: (@Sendable (CloseCode) -> Void)? = nil
     ) {
         self.index = index
         self.onClose = onClose
         self.listeners = listeners
         self.configuration = configuration
+        self.gate = gate
         self.mailbox = Mailbox(outboxLimit: configuration.outboxBytes, inboundLimit: configuration.inboundBytes)
         self.sink = sink
+        self.timeouts = ConnectionTimer.Timeouts(handshake: configuration.handshakeTimeout, ping: configuration.pingInterval)
+        self.timers = TimerWheel(tick: Self.tick, start: Self.now())
         var logger = logger
         logger[metadataKey: "lws.thread"] = "\(index)"
         self.logger = logger
+        lastTurn.store(Self.now().nanoseconds, ordering: .relaxed)
+    }
+
+    /// The monotonic clock the transport's deadlines run on.
+    static func now() -> MonotonicTime {
+        MonotonicTime(nanoseconds: Int64(clamping: DispatchTime.now().uptimeNanoseconds))
     }
 
     /// Starts the thread; returns once the context is created (or failed to be).
@@ -69,8 +93,11 @@ final class ServiceThread: @unchecked Sendable {
         if let error = failure.error { throw error }
     }
 
-    /// Blocks until the thread has destroyed its context.
-    func waitUntilFinished() { finished.wait() }
+    /// Blocks until the thread has destroyed its context, or `deadline` passes; returns whether
+    /// it finished.
+    func waitUntilFinished(until deadline: DispatchTime) -> Bool {
+        finished.wait(timeout: deadline) == .success
+    }
 
     func allocateID() -> ConnectionID {
         defer { nextSerial += 1 }
@@ -78,8 +105,15 @@ final class ServiceThread: @unchecked Sendable {
     }
 
     private func run() {
+        var nextTick = Self.now()
         while true {
             sb_ev_run_once(loop)
+            let now = Self.now()
+            lastTurn.store(now.nanoseconds, ordering: .relaxed)
+            if now >= nextTick {
+                runTimers(now)
+                nextTick = now.advanced(by: Self.tick)
+            }
             if !inbound.isEmpty {
                 let batch = inbound
                 inbound = []
@@ -117,6 +151,9 @@ final class ServiceThread: @unchecked Sendable {
             try adopt(listener)
         }
         mailbox.setWake { lws_cancel_service(context) }
+        tickTimer = sb_ev_tick_start(loop, Double(Self.tick.milliseconds) / 1000)
+        let reserve = sb_open_reserve()
+        reserveDescriptor = reserve >= 0 ? reserve : -1
     }
 
     private func createSharedTables() {
@@ -128,10 +165,11 @@ final class ServiceThread: @unchecked Sendable {
         self.protocols = protocols
 
         let retry = UnsafeMutablePointer<lws_retry_bo_t>.allocate(capacity: 1)
-        let ping = UInt16(clamping: max(1, configuration.pingInterval.milliseconds / 1000))
+        // No validity timers from lws: a hang-up of 0 turns them off (lws keeps them in one sorted
+        // list per thread, an O(n) insert per socket per round). Pings are ours (runTimers).
         retry.initialize(to: lws_retry_bo_t(
             retry_ms_table: nil, retry_ms_table_count: 0, conceal_count: 0,
-            secs_since_valid_ping: ping, secs_since_valid_hangup: ping &* 2, jitter_percent: 0))
+            secs_since_valid_ping: 0, secs_since_valid_hangup: 0, jitter_percent: 0))
         self.retryPolicy = retry
     }
 
@@ -183,6 +221,10 @@ final class ServiceThread: @unchecked Sendable {
 
     private func destroyContext() {
         mailbox.setWake(nil)
+        if let loop { sb_ev_tick_stop(loop, tickTimer) }
+        tickTimer = nil
+        if reserveDescriptor >= 0 { _ = sb_close(reserveDescriptor) }
+        reserveDescriptor = -1
         if let context { lws_context_destroy(context) }
         context = nil
         if let loop { sb_ev_loop_destroy(loop) }
@@ -196,22 +238,6 @@ final class ServiceThread: @unchecked Sendable {
         for name in vhostNames { free(name) }
         vhostNames = []
         for listener in listeners where listener.vhost == nil { _ = sb_close(listener.fd) }
-    }
-
-    /// Accepts every pending connection on `listener` and hands it to lws.
-    func acceptPending(_ listener: BoundListener) {
-        while true {
-            let fd = sb_accept(listener.fd)
-            if fd < 0 {
-                if fd != -EAGAIN && fd != -EWOULDBLOCK && fd != -EINTR {
-                    logger.warning("accept failed", metadata: ["errno": "\(-fd)"])
-                }
-                return
-            }
-            if lws_adopt_socket_vhost(listener.vhost, fd) == nil {
-                logger.warning("libwebsockets refused an accepted socket")
-            }
-        }
     }
 
     /// The dispatcher for every lws callback on this thread.
@@ -230,10 +256,13 @@ final class ServiceThread: @unchecked Sendable {
             listeners.first { $0.wsi == wsi }?.wsi = nil
             return 0
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION, LWS_CALLBACK_ESTABLISHED, LWS_CALLBACK_RECEIVE,
-            LWS_CALLBACK_SERVER_WRITEABLE, LWS_CALLBACK_CLOSED:
+            LWS_CALLBACK_RECEIVE_PONG, LWS_CALLBACK_WS_PEER_INITIATED_CLOSE, LWS_CALLBACK_SERVER_WRITEABLE, LWS_CALLBACK_CLOSED:
             return handleWebSocket(wsi: wsi, reason: reason, input: input, length: length)
+        case LWS_CALLBACK_RAW_ADOPT:
+            // A request lws turns into a raw socket (CONNECT): nothing here serves one.
+            return -1
         case LWS_CALLBACK_HTTP, LWS_CALLBACK_HTTP_BODY, LWS_CALLBACK_HTTP_BODY_COMPLETION,
-            LWS_CALLBACK_HTTP_WRITEABLE, LWS_CALLBACK_CLOSED_HTTP:
+            LWS_CALLBACK_HTTP_WRITEABLE, LWS_CALLBACK_CLOSED_HTTP, LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
             return handleHTTP(wsi: wsi, reason: reason, input: input, length: length)
         case LWS_CALLBACK_WSI_DESTROY:
             forget(wsi: wsi)
@@ -243,18 +272,31 @@ final class ServiceThread: @unchecked Sendable {
         }
     }
 
-    /// The connection record for `wsi`, created on first sight.
+    /// The connection record for `wsi`, created on first sight (accepted sockets are recorded
+    /// at accept; this covers any other wsi lws shows us). Every record has a deadline.
     func connection(for wsi: OpaquePointer) -> LWSConnection {
         if let existing = connectionsByWSI[wsi] { return existing }
-        let connection = LWSConnection(id: allocateID(), wsi: wsi, listener: listeners[0].configuration, remoteAddress: LWSHeaders.peerAddress(wsi))
+        return record(wsi, listener: listeners[0].configuration, address: LWSHeaders.peerAddress(wsi))
+    }
+
+    @discardableResult
+    func record(_ wsi: OpaquePointer, listener: ListenerConfiguration, address: String) -> LWSConnection {
+        let now = Self.now()
+        let connection = LWSConnection(
+            id: allocateID(), wsi: wsi, listener: listener, remoteAddress: address,
+            timer: ConnectionTimer(acceptedAt: now, timeouts: timeouts))
         connectionsByWSI[wsi] = connection
         connections[connection.id] = connection
+        timers.schedule(connection.id, at: connection.timer.deadline)
         return connection
     }
 
     private func forget(wsi: OpaquePointer) {
         guard let connection = connectionsByWSI.removeValue(forKey: wsi) else { return }
         connections[connection.id] = nil
+        if connection.counted {
+            gate.released(connection.listener.role, connection.remoteAddress, pending: connection.timer.isPending)
+        }
     }
 }
 

@@ -51,16 +51,23 @@ public struct TransportConfiguration: Sendable, Equatable {
     public var inboundBytes: Int
     /// Deadline for a connection to finish its HTTP/WebSocket handshake.
     public var handshakeTimeout: Duration
-    /// Idle time after which lws pings a WebSocket; a socket silent for twice this is dropped.
+    /// Silence after which a WebSocket is pinged; silent for as long again, it is dropped.
     public var pingInterval: Duration
     /// listen(2) backlog.
     public var listenBacklog: Int
+    /// Connections of any kind one address may hold on one listener; more are closed at accept.
+    public var maxConnectionsPerAddress: Int
+    /// Connections from one address that have not finished a request or upgrade; more are
+    /// closed at accept (kept well below lws's pool of 256 header buffers).
+    public var maxPendingPerAddress: Int
 
     public init(
         listeners: [ListenerConfiguration], serviceThreads: Int = 1, maxMessageBytes: Int = 65536,
         outboxBytes: Int = 1 << 20, inboundBytes: Int = 1 << 20, handshakeTimeout: Duration = .seconds(10), pingInterval: Duration = .seconds(30),
-        listenBacklog: Int = 1024
+        listenBacklog: Int = 1024, maxConnectionsPerAddress: Int = 2000, maxPendingPerAddress: Int = 32
     ) {
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
+        self.maxPendingPerAddress = maxPendingPerAddress
         self.listeners = listeners
         self.serviceThreads = serviceThreads
         self.maxMessageBytes = maxMessageBytes

@@ -31,6 +31,8 @@ struct Serve: AsyncParsableCommand {
             logger.critical("switchboard stopped with an error", metadata: ["error": "\(error)"])
             throw ExitCode(1)
         }
+        // EX_SOFTWARE: a service thread was stuck and had to be left behind.
+        if !daemon.stuckThreads.isEmpty { throw ExitCode(70) }
     }
 
     /// SIGHUP re-reads the configuration and applies its log level and SFU seed file.

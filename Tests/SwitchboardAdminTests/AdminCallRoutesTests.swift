@@ -69,7 +69,7 @@ final class AdminCallRoutesTests: XCTestCase {
     private func send(_ method: String, _ path: String, query: [String: String] = [:], bearer: String? = "admin-token") -> HTTPResponse {
         var headers: [String: String] = [:]
         if let bearer { headers["authorization"] = "Bearer \(bearer)" }
-        return router.respond(to: HTTPRequest(method: method, path: path, query: query, headers: headers, remoteAddress: "127.0.0.1", listener: .admin))
+        return router.respond(to: HTTPRequest(method: method, path: path, query: query, headers: adminTestHeaders(headers), remoteAddress: "127.0.0.1", listener: .admin))
     }
 
     private func json(_ response: HTTPResponse) -> [String: Any] { jsonObject(response) }
@@ -329,7 +329,7 @@ final class AdminCallRoutesLiveTests: XCTestCase {
         signaling.attach(calls: hub, path: "/v1/connect")
         let context = InMemoryAdminContext()
         context.calls = hub
-        router = AdminRoutes.router(configuration: AdminConfiguration(token: nil), context: context)
+        router = AdminRoutes.router(configuration: AdminConfiguration(auth: .none, token: nil), context: context)
     }
 
     override func tearDown() {
@@ -338,7 +338,7 @@ final class AdminCallRoutesLiveTests: XCTestCase {
     }
 
     private func get(_ path: String) -> [String: Any] {
-        let response = router.respond(to: HTTPRequest(method: "GET", path: path, listener: .admin))
+        let response = router.respond(to: HTTPRequest(method: "GET", path: path, headers: adminTestHeaders([:]), listener: .admin))
         XCTAssertEqual(response.status, 200, path)
         return jsonObject(response)
     }
@@ -372,7 +372,7 @@ final class AdminCallRoutesLiveTests: XCTestCase {
         XCTAssertEqual(connection["remote_address"] as? String, "192.0.2.10")
         XCTAssertEqual(connection["sessions"] as? [String], [try XCTUnwrap(session["session_id"] as? String)])
 
-        let end = router.respond(to: HTTPRequest(method: "POST", path: "/v1/calls/default/standup/end", listener: .admin))
+        let end = router.respond(to: HTTPRequest(method: "POST", path: "/v1/calls/default/standup/end", headers: adminTestHeaders([:]), listener: .admin))
         XCTAssertEqual(end.status, 200)
         waitForFrame(containing: "call.ended")
         XCTAssertTrue(get("/v1/calls/default/standup")["sfu"] is NSNull, "an ended call has no SFU")

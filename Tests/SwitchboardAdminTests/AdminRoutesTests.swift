@@ -22,7 +22,7 @@ final class AdminRoutesTests: XCTestCase {
         case .some(.none): headers["authorization"] = "Bearer \(self.token)"
         case .none: break
         }
-        return router.respond(to: HTTPRequest(method: method, path: path, query: query, headers: headers, body: Array(body.utf8), remoteAddress: "127.0.0.1", listener: .admin))
+        return router.respond(to: HTTPRequest(method: method, path: path, query: query, headers: adminTestHeaders(headers, body: body), body: Array(body.utf8), remoteAddress: "127.0.0.1", listener: .admin))
     }
 
     private func json(_ response: HTTPResponse) -> [String: Any] {
@@ -52,13 +52,13 @@ final class AdminRoutesTests: XCTestCase {
     }
 
     func test_aTokenWithoutTheBearerSchemeIsRefused() {
-        let response = router.respond(to: HTTPRequest(method: "GET", path: "/v1/stats", headers: ["authorization": token], listener: .admin))
+        let response = router.respond(to: HTTPRequest(method: "GET", path: "/v1/stats", headers: adminTestHeaders(["authorization": token]), listener: .admin))
         XCTAssertEqual(response.status, 401)
     }
 
     func test_withoutAConfiguredTokenEveryRouteIsOpen() {
-        let open = AdminRoutes.router(configuration: AdminConfiguration(token: nil), context: context)
-        XCTAssertEqual(open.respond(to: HTTPRequest(method: "GET", path: "/v1/stats", listener: .admin)).status, 200)
+        let open = AdminRoutes.router(configuration: AdminConfiguration(auth: .none, token: nil), context: context)
+        XCTAssertEqual(open.respond(to: HTTPRequest(method: "GET", path: "/v1/stats", headers: adminTestHeaders([:]), listener: .admin)).status, 200)
     }
 
     func test_anUnknownRouteIsA404JSONError() {

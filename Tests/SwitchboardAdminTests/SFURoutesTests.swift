@@ -18,7 +18,7 @@ final class SFURoutesTests: XCTestCase {
     private func send(_ method: String, _ path: String, body: String = "", bearer: String? = "admin-token", query: [String: String] = [:]) -> HTTPResponse {
         var headers: [String: String] = [:]
         if let bearer { headers["authorization"] = "Bearer \(bearer)" }
-        return router.respond(to: HTTPRequest(method: method, path: path, query: query, headers: headers, body: Array(body.utf8), remoteAddress: "127.0.0.1", listener: .admin))
+        return router.respond(to: HTTPRequest(method: method, path: path, query: query, headers: adminTestHeaders(headers, body: body), body: Array(body.utf8), remoteAddress: "127.0.0.1", listener: .admin))
     }
 
     private func json(_ response: HTTPResponse) -> [String: Any] {
@@ -43,6 +43,9 @@ final class SFURoutesTests: XCTestCase {
     func test_aBadDefinitionIs400() {
         XCTAssertEqual(send("POST", "/v1/sfus", body: #"{"id":"a","url":"http://x","region":"fra","capacity":1}"#).status, 400)
         XCTAssertEqual(send("POST", "/v1/sfus", body: "nonsense").status, 400)
+        // A URL with CR/LF (a header-injection shape once handed to clients) or spaces.
+        XCTAssertEqual(send("POST", "/v1/sfus", body: #"{"id":"a","url":"wss://x/\r\nX-Evil: 1","region":"fra","capacity":1}"#).status, 400)
+        XCTAssertEqual(send("POST", "/v1/sfus", body: #"{"id":"a","url":"wss://x y","region":"fra","capacity":1}"#).status, 400)
         XCTAssertEqual(send("PUT", "/v1/sfus/a", body: #"{"id":"b","url":"wss://x","region":"fra","capacity":1}"#).status, 400)
     }
 

@@ -37,6 +37,19 @@ final class JWTTokenServiceTests: XCTestCase {
         XCTAssertEqual(verified.role, "admin")
     }
 
+    func test_onlyUserIDsTheCallProtocolAcceptsAreMinted() async throws {
+        let tokens = try await service()
+        for bad in ["", "bad\u{1}id", "line\nbreak", String(repeating: "u", count: UserID.maximumLength + 1)] {
+            do {
+                _ = try await tokens.issue(TokenRequest(userID: bad, ttl: .seconds(60)))
+                XCTFail("minted a token for \(bad.debugDescription)")
+            } catch {
+                XCTAssertEqual(error.code, .invalidRequest)
+            }
+        }
+        _ = try await tokens.issue(TokenRequest(userID: String(repeating: "u", count: UserID.maximumLength), ttl: .seconds(60)))
+    }
+
     func test_anExpiredTokenIsRefusedAsExpiredPastTheLeeway() async throws {
         let (token, _) = try await service().issue(TokenRequest(userID: "bob", ttl: .seconds(60)))
         let justInside = try await service(at: start.addingTimeInterval(64))

@@ -169,6 +169,22 @@ final class PeerRelayOfflineQueueTests: XCTestCase {
         XCTAssertEqual(harness.relay.stats.overflowed, 1)
     }
 
+    func test_aSenderOverItsShareOfTheQueuedBytesIsAnsweredWithExpireAndOthersStillQueue() {
+        let size = relayed("OFFER", from: "a", to: "x").utf8.count
+        let harness = RelayHarness(RelayConfiguration(maxQueuedBytes: 10 * size, maxQueuedBytesPerSender: 2 * size))
+        let a = harness.connect("a")
+        let b = harness.connect("b")
+        XCTAssertEqual(harness.receive(a, frame("OFFER", to: "x")), [])
+        XCTAssertEqual(harness.receive(a, frame("OFFER", to: "y")), [])
+        XCTAssertEqual(harness.receive(a, frame("OFFER", to: "z")), ["send a \(expireFrame(offline: "z", sender: "a"))"])
+        // The total has room: another sender queues as before.
+        XCTAssertEqual(harness.receive(b, frame("OFFER", to: "z")), [])
+        XCTAssertEqual(harness.relay.queueDepth.messages, 3)
+        // Delivering a's queue gives its share back.
+        _ = harness.open("x", query: ["key": "peerjs", "id": "x", "token": "t"])
+        XCTAssertEqual(harness.receive(a, frame("OFFER", to: "w")), [])
+    }
+
     func test_aMessageOverTheTotalCountBoundIsAnsweredAtOnceWithExpire() {
         let harness = RelayHarness(RelayConfiguration(maxQueuedTotal: 2))
         let a = harness.connect("a")

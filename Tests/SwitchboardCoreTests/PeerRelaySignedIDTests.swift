@@ -20,6 +20,22 @@ final class PeerRelaySignedIDTests: XCTestCase {
         XCTAssertTrue(relay.isRegistered(PeerID("alice")!))
     }
 
+    func test_aSocketIsClosedWhenItsTokenExpiresAndItsIdIsFreed() {
+        var relay = relay()
+        var effects: [RelayEffect] = []
+        let expiry = MonotonicTime.zero.advanced(by: .seconds(30))
+        relay.connectionOpened(connection, query: query, tokenSubject: "alice", tokenExpiresAt: expiry, now: .zero, into: &effects)
+        effects = []
+        relay.tick(now: MonotonicTime.zero.advanced(by: .seconds(29)), into: &effects)
+        XCTAssertEqual(effects, [], "not before its exp")
+        relay.tick(now: expiry, into: &effects)
+        XCTAssertEqual(effects, [
+            .send(connection, Array(#"{"type":"ERROR","payload":{"msg":"Token expired"}}"#.utf8), receipt: nil),
+            .close(connection, .policyViolation, reason: "token expired"),
+        ])
+        XCTAssertFalse(relay.isRegistered(PeerID("alice")!))
+    }
+
     func test_anotherUserOrNoVerifiedUserIsRefusedWithInvalidToken() {
         for subject in ["mallory", nil] as [String?] {
             var relay = relay()

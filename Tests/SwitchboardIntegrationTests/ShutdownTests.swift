@@ -27,4 +27,31 @@ final class ShutdownTests: XCTestCase {
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(8))
         _ = stubborn
     }
+
+    func test_aStuckServiceThreadFailsReadinessAndDoesNotHoldUpShutdown() throws {
+        let daemon = try TestDaemon(["shutdown.drain_timeout_ms": .int(500)])
+        daemon.daemon.watchdogThreshold = .milliseconds(300)
+        let ready = try daemon.admin("GET", "/readyz")
+        XCTAssertEqual(ready.status, 200)
+        XCTAssertTrue(ready.text.contains(#""threads_turning":true"#), ready.text)
+
+        // Thread 0 serves the client port; the admin port has a thread of its own.
+        let release = DispatchSemaphore(value: 0)
+        defer { release.signal() }
+        daemon.daemon.stallServiceThreadForTesting(0, until: release)
+        var stalled = try daemon.admin("GET", "/readyz")
+        let deadline = ContinuousClock.now + .seconds(5)
+        while stalled.status == 200, ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.05)  // polling the watchdog, bounded by the deadline
+            stalled = try daemon.admin("GET", "/readyz")
+        }
+        XCTAssertEqual(stalled.status, 503)
+        XCTAssertTrue(stalled.text.contains(#""threads_turning":false"#), stalled.text)
+        XCTAssertEqual(daemon.daemon.stalledThreads(), [0])
+
+        let started = ContinuousClock.now
+        daemon.daemon.shutdown()
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(5), "shutdown waits a bounded time for a stuck thread")
+        XCTAssertEqual(daemon.daemon.stuckThreads, [0])
+    }
 }

@@ -20,6 +20,11 @@ final class TestDaemon {
             "server.host": .string("127.0.0.1"), "server.port": .int(0), "admin.port": .int(0),
             "store.directory": .string(stateDirectory.path),
         ]
+        // Tests drive the admin API on loopback without a token unless they set one
+        // (AdminSecurityTests covers the generated token).
+        if !overrides.keys.contains(where: { $0.hasPrefix("admin.token") || $0 == "admin.auth" }) {
+            values["admin.auth"] = .string("none")
+        }
         values.merge(overrides) { _, new in new }
         configuration = try ConfigurationLoader.load(fileContents: nil, environment: [:], overrides: values)
         logger =

@@ -19,9 +19,10 @@ final class AdminAndStoreConfigurationTests: XCTestCase {
         }
     }
 
-    func test_anAdminListenerOffLoopbackWithoutATokenIsRefusedNamingTheKey() {
-        let text = message(["admin.host": .string("0.0.0.0")])
-        XCTAssertTrue(text?.contains("admin.token") == true, text ?? "loaded")
+    func test_anAdminListenerOffLoopbackWithoutATokenLoadsWithTokenAuthForTheDaemonToGenerateOne() throws {
+        let configuration = try load(["admin.host": .string("0.0.0.0")])
+        XCTAssertEqual(configuration.admin.auth, .token)
+        XCTAssertNil(configuration.admin.token, "the daemon generates it into the state directory at start")
     }
 
     func test_anAdminListenerOffLoopbackWithATokenLoads() throws {
@@ -30,10 +31,22 @@ final class AdminAndStoreConfigurationTests: XCTestCase {
         XCTAssertEqual(configuration.transport.listener(.admin)?.host, "0.0.0.0")
     }
 
-    func test_loopbackAddressesNeedNoToken() throws {
-        for host in ["127.0.0.1", "127.0.0.2", "::1", "localhost"] {
-            XCTAssertNil(try load(["admin.host": .string(host)]).admin.token, host)
+    func test_authNoneIsAllowedOnLoopbackAddressesOnly() throws {
+        for host in ["127.0.0.1", "127.0.0.2", "::1"] {
+            let configuration = try load(["admin.host": .string(host), "admin.auth": .string("none")])
+            XCTAssertEqual(configuration.admin.auth, .none, host)
+            XCTAssertNil(configuration.admin.token, host)
         }
+        // Names are not addresses: a prefix match let 127.0.0.1.nip.io through before.
+        for host in ["0.0.0.0", "localhost", "127.0.0.1.nip.io", "127.example.com", "10.0.0.1"] {
+            let text = message(["admin.host": .string(host), "admin.auth": .string("none")])
+            XCTAssertTrue(text?.contains("admin.auth") == true, "\(host): \(text ?? "loaded")")
+        }
+    }
+
+    func test_allowedHostsMustBeHostNames() {
+        let text = message(["admin.allowed_hosts": .stringArray(["admin.example.net", "evil\r\nX: y"])])
+        XCTAssertTrue(text?.contains("admin.allowed_hosts") == true, text ?? "loaded")
     }
 
     func test_theTokenCanComeFromAFileAndOnlyItsFirstLineCounts() throws {
@@ -99,5 +112,10 @@ extension AdminAndStoreConfigurationTests {
             overrides: ["peerjs.auth": .string("jwt"), "auth.api_secret": .string(String(repeating: "s", count: 32))])
         XCTAssertTrue(configuration.relay.requireSignedIDs)
         XCTAssertEqual(configuration.auth.apiSecret?.count, 32)
+    }
+
+    func test_aTLSFileThatCannotBeReadIsAConfigurationErrorNamingTheKey() {
+        let text = message(["server.tls.cert_file": .string("/etc/hostname"), "server.tls.key_file": .string("/nonexistent/key.pem")])
+        XCTAssertTrue(text?.contains("server.tls.key_file: cannot read /nonexistent/key.pem") == true, text ?? "loaded")
     }
 }

@@ -255,9 +255,10 @@ final class ConfigurationLoaderTests: XCTestCase {
     }
 
     func test_aCertificateAndKeyTogetherEnableTLS() throws {
-        let configuration = try load(#"{"server":{"tls":{"cert_file":"/etc/cert.pem","key_file":"/etc/key.pem"}}}"#)
-        XCTAssertEqual(configuration.transport.listener(.client)?.tlsCertificateFile, "/etc/cert.pem")
-        XCTAssertEqual(configuration.transport.listener(.client)?.tlsPrivateKeyFile, "/etc/key.pem")
+        // Any readable files do for loading; the transport reads them as PEM at start.
+        let configuration = try load(#"{"server":{"tls":{"cert_file":"/etc/hostname","key_file":"/etc/passwd"}}}"#)
+        XCTAssertEqual(configuration.transport.listener(.client)?.tlsCertificateFile, "/etc/hostname")
+        XCTAssertEqual(configuration.transport.listener(.client)?.tlsPrivateKeyFile, "/etc/passwd")
         XCTAssertEqual(configuration.transport.listener(.client)?.usesTLS, true)
     }
 
@@ -293,12 +294,12 @@ final class ConfigurationLoaderTests: XCTestCase {
     func test_environmentVariablesReachNestedKeys() throws {
         let configuration = try load(environment: [
             "SWITCHBOARD_PEERJS_QUEUE_PER_DESTINATION": "7",
-            "SWITCHBOARD_SERVER_TLS_CERT_FILE": "/c.pem",
-            "SWITCHBOARD_SERVER_TLS_KEY_FILE": "/k.pem",
+            "SWITCHBOARD_SERVER_TLS_CERT_FILE": "/etc/hostname",
+            "SWITCHBOARD_SERVER_TLS_KEY_FILE": "/etc/passwd",
         ])
         XCTAssertEqual(configuration.relay.maxQueuedPerDestination, 7)
-        XCTAssertEqual(configuration.transport.listener(.client)?.tlsCertificateFile, "/c.pem")
-        XCTAssertEqual(configuration.transport.listener(.client)?.tlsPrivateKeyFile, "/k.pem")
+        XCTAssertEqual(configuration.transport.listener(.client)?.tlsCertificateFile, "/etc/hostname")
+        XCTAssertEqual(configuration.transport.listener(.client)?.tlsPrivateKeyFile, "/etc/passwd")
     }
 
     func test_environmentVariablesAreParsedToTheKeysType() throws {

@@ -47,4 +47,22 @@ final class SQLiteStoreCheckpointTests: XCTestCase {
         XCTAssertLessThan(try fileSize(configuration.databasePath), before + 100_000, "under 1,000 pages nothing is checkpointed")
         XCTAssertGreaterThan(try fileSize(configuration.databasePath + "-wal"), 500_000, "the rows are in the WAL")
     }
+
+    func test_onceTheStoreGoesIdleTheWALFileIsTruncated() throws {
+        let directory = try temporaryDirectory()
+        let configuration = StoreConfiguration(directory: directory, checkpointInterval: .milliseconds(10))
+        let store = try SQLiteStore(configuration: configuration)
+        XCTAssertEqual(try store.pragma("journal_size_limit"), "\(4 << 20)")
+        try writeABatch(store)
+        let wal = configuration.databasePath + "-wal"
+        let deadline = Date(timeIntervalSinceNow: 10)
+        var size = try fileSize(wal)
+        while size > 0, Date() < deadline {
+            usleep(5_000)  // polling the file size: the checkpointer runs on its own timer
+            size = try fileSize(wal)
+        }
+        XCTAssertEqual(size, 0, "an idle store keeps no WAL on disk")
+        XCTAssertEqual(try store.entries(limit: 1000, before: nil).count, 150)
+        XCTAssertEqual(try store.integrityCheck(), "ok")
+    }
 }

@@ -124,14 +124,21 @@ def _stop(process: subprocess.Popen, output: DaemonOutput) -> None:
     )
 
 
-def daemon_env() -> dict[str, str]:
+def daemon_env(admin_auth: str | None = "none") -> dict[str, str]:
     """This process's environment without ``SWITCHBOARD_*`` variables.
 
     The daemon reads its configuration from ``SWITCHBOARD_*`` variables and
     refuses unknown ones, so none of the caller's may reach it (the tests' own
     ``TEST_SWITCHBOARD_BIN`` is outside that prefix on purpose).
+
+    The tests drive the admin API on loopback without a token (``admin.auth =
+    none``) unless they pass ``admin_auth=None``, which keeps the daemon's
+    default: a token generated into the state directory (test_hostile.py).
     """
-    return {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    if admin_auth is not None:
+        env["SWITCHBOARD_ADMIN_AUTH"] = admin_auth
+    return env
 
 
 def _launch(tmp_path: Path, env: dict[str, str]):

@@ -28,7 +28,7 @@ SECTIONS = ["1.*", "2.*", "3.*", "4.*", "5.*", "6.*", "7.*", "10.*"]
 #: 5.5.3 lets an endpoint answer only the most recent of several pings; lws answers the first.
 KNOWN_DEVIATIONS = {
     "2.10": "10 pings in a burst: libwebsockets 4.1 answers the first, drops the rest while its pong is pending",
-    "2.11": "10 pings sent frame by frame: same libwebsockets 4.1 behaviour as 2.10",
+    "2.11": "10 pings sent frame by frame: same libwebsockets 4.1 behaviour as 2.10 when a ping arrives before the pong of the last one went out (timing-dependent)",
 }
 
 RESULTS = REPO_ROOT / "test-results"
@@ -89,7 +89,12 @@ def test_the_known_deviations_still_deviate(echo_daemon) -> None:
     url = f"ws://127.0.0.1:{echo_daemon.port}/echo"
     results = run_cases(url, list(KNOWN_DEVIATIONS), [], timeout=60)
     assert [r.case_id for r in results] == list(KNOWN_DEVIATIONS)
-    assert all(not r.passed and str(r.behavior_close).endswith("OK") for r in results), [str(r) for r in results]
+    # Every case still closes cleanly. 2.10 (a burst) still loses pings; 2.11 (pings frame by
+    # frame, a few ms apart) depends on whether lws has sent its pong before the next ping
+    # arrives, and passes or fails with the machine's timing, so only its close is checked.
+    assert all(str(r.behavior_close).endswith("OK") for r in results), [str(r) for r in results]
+    burst = next(r for r in results if r.case_id == "2.10")
+    assert not burst.passed, str(burst)
 
 
 def test_the_echo_path_is_off_by_default(tmp_path: Path) -> None:

@@ -237,7 +237,15 @@ def test_sighup_reloads_the_log_level_from_the_config_file(tmp_path: Path) -> No
         daemon.wait_ready()
         admin = re.search(r"admin=http://127\.0\.0\.1:(\d+)", daemon.output())
         assert admin, daemon.output()
-        url = f"http://127.0.0.1:{admin.group(1)}/v1/log-level"
+        # No admin token configured: the daemon generated one into its state directory (0600)
+        # and logged the file's path, never the value.
+        token_file = tmp_path / "state" / "admin.token"
+        assert str(token_file) in daemon.output(), daemon.output()
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        token = token_file.read_text().strip()
+        assert token not in daemon.output()
+        url = urllib.request.Request(
+            f"http://127.0.0.1:{admin.group(1)}/v1/log-level", headers={"Authorization": f"Bearer {token}"})
         with urllib.request.urlopen(url, timeout=10) as response:
             assert json.loads(response.read()) == {"level": "info"}
         config.write_text(json.dumps({"log": {"level": "debug"}}))

@@ -124,7 +124,7 @@ class Reply:
 def _start(tmp: Path, extra_env: dict[str, str] | None = None) -> Admin:
     token = secrets.token_urlsafe(24)
     env = {
-        **daemon_env(),
+        **daemon_env(admin_auth=None),
         "SWITCHBOARD_ADMIN_TOKEN": token,
         "SWITCHBOARD_AUTH_API_SECRET": secrets.token_urlsafe(48),
         "SWITCHBOARD_TRANSPORT_MAX_REQUEST_BODY_BYTES": str(MAX_BODY),
@@ -376,7 +376,7 @@ def test_health_readiness_metrics_stats(admin: Admin) -> None:
         assert reply.status == 200, (path, reply)
         assert_conforms("GET", path, reply)
     ready = admin.call("GET", "/readyz").json()
-    assert ready == {"ready": True, "checks": {"store_writable": True, "listeners_up": True, "draining": False}}
+    assert ready == {"ready": True, "checks": {"store_writable": True, "listeners_up": True, "threads_turning": True, "draining": False}}
     metrics = admin.call("GET", "/metrics")
     assert metrics.headers["content-type"].startswith("text/plain")
     assert re.search(r"^# TYPE switchboard_\w+ (counter|gauge|histogram)$", metrics.body.decode(), re.MULTILINE)
@@ -964,7 +964,7 @@ def test_drain_turns_readiness_off_and_is_audited(fresh_admin: Admin) -> None:
     ready = fresh_admin.call("GET", "/readyz")
     assert ready.status == 503
     assert_conforms("GET", "/readyz", ready)
-    assert ready.json() == {"ready": False, "checks": {"store_writable": True, "listeners_up": True, "draining": True}}
+    assert ready.json() == {"ready": False, "checks": {"store_writable": True, "listeners_up": True, "threads_turning": True, "draining": True}}
     stats = fresh_admin.call("GET", "/v1/stats")
     assert_conforms("GET", "/v1/stats", stats)
     assert stats.json()["draining"] is True

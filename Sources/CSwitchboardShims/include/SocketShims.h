@@ -9,6 +9,12 @@
 int sb_listen_tcp(const char *host, int port, int backlog);
 int sb_local_port(int fd);
 int sb_accept(int listen_fd);
+int sb_accept_from(int listen_fd, char *address, size_t len);
+int sb_port_taken(const char *host, int port);
+int sb_open_reserve(void);
+int sb_lock_file(const char *path, char *holder, size_t len);
+int sb_create_private_file(const char *path, const char *text);
+int sb_release_free_memory(void);
 int sb_peer_address(int fd, char *buf, size_t len);
 int sb_connect_tcp(const char *host, int port);
 int sb_set_recv_timeout(int fd, int ms);

@@ -54,8 +54,12 @@ extension CallEngine {
         if ring {
             guard settings.ringing else { throw SwitchboardError(.invalidRequest, "calls of type \(cid.type) do not ring") }
             guard everyone.count > 1 else { throw SwitchboardError(.invalidRequest, "ring needs at least one member besides the caller") }
-            try takeRingTokens(for: Array(everyone.dropFirst()), now: now)
         }
+        if !actor.isAdmin {
+            try take(1, from: \.createBuckets, for: actor.user, rate: configuration.createsPerMinute, burst: configuration.createBurst, now: now,
+                "\(actor.user) has created too many calls; try again later")
+        }
+        if ring { try takeRingTokens(for: Array(everyone.dropFirst()), now: now) }
         return CreatePlan(cid: cid, settings: settings, everyone: everyone, ring: ring, custom: custom)
     }
 
@@ -84,6 +88,31 @@ extension CallEngine {
             startRing(cid, caller: actor, now: now, out: &out)
         } else {
             armEmptyTimer(cid, now: now, out: &out)
+        }
+    }
+
+    /// Spends `count` tokens of `user`'s bucket in `table` (per-minute `rate`), or throws
+    /// `rate_limited` with `message` and spends none.
+    mutating func take(
+        _ count: Int, from table: WritableKeyPath<CallEngine, [UserID: TokenBucket]>, for user: UserID, rate: Double, burst: Double, now: Date,
+        _ message: @autoclosure () -> String
+    ) throws(SwitchboardError) {
+        guard count > 0 else { return }
+        let tick = MonotonicTime(nanoseconds: Int64(now.timeIntervalSince1970 * 1e9))
+        var bucket = self[keyPath: table][user] ?? TokenBucket(rate: rate / 60, burst: burst, now: tick)
+        guard bucket.available(now: tick) >= Double(count) else { throw SwitchboardError(.rateLimited, message()) }
+        for _ in 0..<count { _ = bucket.take(now: tick) }
+        self[keyPath: table][user] = bucket
+    }
+
+    /// Drops buckets that have refilled (at most once a minute), so users who stopped calling
+    /// leave memory; a dropped bucket comes back full, as it would have been.
+    mutating func pruneBuckets(now: Date) {
+        if let last = bucketsPrunedAt, now.timeIntervalSince(last) < 60 { return }
+        bucketsPrunedAt = now
+        let tick = MonotonicTime(nanoseconds: Int64(now.timeIntervalSince1970 * 1e9))
+        for table in [\CallEngine.ringBuckets, \.createBuckets, \.inviteBuckets] {
+            self[keyPath: table] = self[keyPath: table].filter { $0.value.available(now: tick) < $0.value.burst }
         }
     }
 
@@ -155,6 +184,10 @@ extension CallEngine {
         let added = members.filter { call.members[$0] == nil }
         guard call.members.count + added.count <= configuration.maxMembers else {
             throw SwitchboardError(.invalidRequest, "a call may have at most \(configuration.maxMembers) members")
+        }
+        if !actor.isAdmin {
+            try take(added.count, from: \.inviteBuckets, for: actor.user, rate: configuration.invitesPerMinute, burst: configuration.inviteBurst, now: now,
+                "\(actor.user) has invited too many members; try again later")
         }
         for user in added { setMember(MemberRecord(cid: cid, userID: user, addedAt: now), in: cid, out: &out) }
         let updated = calls[cid]!

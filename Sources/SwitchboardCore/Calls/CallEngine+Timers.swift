@@ -14,6 +14,7 @@ extension CallEngine {
     /// calls whose earliest deadline has come (in cid order), so its cost does not grow with the
     /// number of calls waiting.
     public mutating func tick(now: Date, out: inout CallOutput) {
+        pruneBuckets(now: now)
         var due: [CallCID] = []
         while let next = deadlineQueue.min, next.date <= now {
             deadlineQueue.removeMin()

@@ -21,6 +21,11 @@ public struct CallEngine: Sendable {
     var ringingCalls: [UserID: Set<CallCID>] = [:]
     /// Rings each user may still receive.
     var ringBuckets: [UserID: TokenBucket] = [:]
+    /// Calls each user may still create, and members each user may still invite.
+    var createBuckets: [UserID: TokenBucket] = [:]
+    var inviteBuckets: [UserID: TokenBucket] = [:]
+    /// When full buckets were last dropped (they are re-made full on demand).
+    var bucketsPrunedAt: Date?
     /// Each call's earliest deadline (a ring, auto-cancel, the empty timer, or eviction once
     /// ended): ``tick(now:out:)`` visits only calls whose deadline has come.
     var deadlines: [CallCID: Date] = [:]

@@ -150,6 +150,8 @@ extension CallGateway {
         if let snapshot {
             var rebuilt = CallEngine(configuration: configuration)
             rebuilt.ringBuckets = engine.ringBuckets
+            rebuilt.createBuckets = engine.createBuckets
+            rebuilt.inviteBuckets = engine.inviteBuckets
             rebuilt.restore(snapshot)
             engine = rebuilt
         }

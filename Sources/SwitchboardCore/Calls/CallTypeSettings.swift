@@ -77,6 +77,12 @@ public struct CallConfiguration: Sendable, Equatable {
     /// Rings a user may receive per minute, and in a burst.
     public var ringRatePerMinute: Double
     public var ringBurst: Double
+    /// Calls one user may create per minute, and in a burst.
+    public var createsPerMinute: Double
+    public var createBurst: Double
+    /// Members one user may invite to existing calls per minute, and in a burst.
+    public var invitesPerMinute: Double
+    public var inviteBurst: Double
     /// How long a new loudest speaker must hold before it takes over from a still-speaking one.
     public var dominantSpeakerHold: Duration
     /// Largest number of members a call may have.
@@ -95,8 +101,13 @@ public struct CallConfiguration: Sendable, Equatable {
         tokenExpiringLead: Duration = .seconds(60), resumeWindow: Duration = .seconds(30), replayBuffer: Int = 256,
         idleTimeout: Duration = .seconds(60), maxCustomBytes: Int = 5120, ringRatePerMinute: Double = 20, ringBurst: Double = 10,
         dominantSpeakerHold: Duration = .milliseconds(1500), maxMembers: Int = 100, connectionsPerUser: Int = 16, messageRate: Double = 50,
-        messageBurst: Double = 100, authFailuresPerMinute: Double = 30, authFailureBurst: Double = 10
+        messageBurst: Double = 100, authFailuresPerMinute: Double = 30, authFailureBurst: Double = 10,
+        createsPerMinute: Double = 60, createBurst: Double = 30, invitesPerMinute: Double = 120, inviteBurst: Double = 60
     ) {
+        self.createsPerMinute = createsPerMinute
+        self.createBurst = createBurst
+        self.invitesPerMinute = invitesPerMinute
+        self.inviteBurst = inviteBurst
         self.connectionsPerUser = connectionsPerUser
         self.messageRate = messageRate
         self.messageBurst = messageBurst

@@ -100,7 +100,7 @@ final class CallEngineEndTests: XCTestCase {
     }
 
     func test_callsDueAtTheSameTickFireInCidOrderAndTheOthersWait() throws {
-        var h = EngineHarness()
+        var h = EngineHarness(CallConfiguration(createBurst: 1000))
         let names = (0..<300).map { String(format: "m%03d", ($0 * 7919) % 300) }
         for (index, name) in names.enumerated() {
             h.now = CallFixture.at(Double(index % 2))  // half are empty at 300, half at 301
