@@ -13,6 +13,7 @@ extension ConfigKeySpec {
     static let server: [ConfigKeySpec] = [
         .init("server.host", .string(allowed: nil), .string("0.0.0.0"), "Address the client listener binds (WebSocket and PeerJS HTTP routes)."),
         .init("server.port", .int(0...65535), .int(9000), "Port of the client listener; 0 picks a free port."),
+        .init("server.trusted_proxies", .stringArray, .stringArray([]), "Addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client; limits, lockouts and logs then use that address. Others' X-Forwarded-For is ignored."),
         .init("server.service_threads", .int(1...64), .int(1), "libwebsockets service threads, each with its own SO_REUSEPORT listener."),
         .init("server.tls.cert_file", .string(allowed: nil), .string(""), "PEM certificate; with key_file set the listener serves wss/https."),
         .init("server.tls.key_file", .string(allowed: nil), .string(""), "PEM private key for server.tls.cert_file."),

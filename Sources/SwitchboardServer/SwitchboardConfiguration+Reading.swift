@@ -48,7 +48,8 @@ extension SwitchboardConfiguration {
             handshakeTimeout: try values.milliseconds("transport.handshake_timeout_ms"),
             pingInterval: try values.milliseconds("transport.ping_interval_ms"),
             maxConnectionsPerAddress: try values.int("transport.max_connections_per_address"),
-            maxPendingPerAddress: try values.int("transport.max_pending_per_address")
+            maxPendingPerAddress: try values.int("transport.max_pending_per_address"),
+            trustedProxies: try TrustedProxies(parsing: try values.strings("server.trusted_proxies"), key: "server.trusted_proxies")
         )
         admin = try Self.admin(values, host: adminHost)
         store = StoreConfiguration(

@@ -37,9 +37,11 @@ extension ServiceThread {
         guard let (method, path) = LWSHeaders.requestLine(wsi) else {
             return Int32(lws_return_http_status(wsi, HTTP_STATUS_METHOD_NOT_ALLOWED.rawValue, nil) != 0 ? -1 : 0)
         }
+        let headers = LWSHeaders.headers(wsi)
         connection.request = HTTPRequest(
-            method: method, path: path, query: LWSHeaders.query(wsi), headers: LWSHeaders.headers(wsi),
-            remoteAddress: connection.remoteAddress, listener: connection.listener.role)
+            method: method, path: path, query: LWSHeaders.query(wsi), headers: headers,
+            remoteAddress: configuration.trustedProxies.clientAddress(peer: connection.remoteAddress, forwardedFor: headers["x-forwarded-for"]),
+            listener: connection.listener.role)
         connection.requestBodyTooLarge = false
         connection.requestDispatched = false
         connection.closeAfterResponse = false

@@ -20,7 +20,10 @@ extension ServiceThread {
                 return
             }
             let remote = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if let refusal = gate.admit(listener.role, remote) {
+            // A trusted proxy carries many clients: it is not held to the per-address caps (the
+            // clients behind it are, by the address it forwards, in the application's limits).
+            let counted = !configuration.trustedProxies.contains(remote)
+            if counted, let refusal = gate.admit(listener.role, remote) {
                 _ = sb_close(fd)
                 if let count = acceptFailures.record(now: Self.now()) {
                     logger.warning("connections refused at accept", metadata: [
@@ -30,14 +33,14 @@ extension ServiceThread {
                 continue
             }
             guard let wsi = lws_adopt_socket_vhost(listener.vhost, fd) else {
-                gate.released(listener.role, remote, pending: true)
+                if counted { gate.released(listener.role, remote, pending: true) }
                 logger.warning("libwebsockets refused an accepted socket")
                 continue
             }
             if let existing = connectionsByWSI[wsi] {
-                existing.counted = true  // lws already called back for it during adoption
+                existing.counted = counted  // lws already called back for it during adoption
             } else {
-                record(wsi, listener: listener.configuration, address: remote).counted = true
+                record(wsi, listener: listener.configuration, address: remote).counted = counted
             }
         }
     }

@@ -69,9 +69,10 @@ extension ServiceThread {
             _ = lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST.rawValue, "no WebSocket endpoint at this path")
             return 1
         }
+        let headers = LWSHeaders.headers(wsi)
         connection.upgrade = WebSocketUpgrade(
-            path: path, query: LWSHeaders.query(wsi), headers: LWSHeaders.headers(wsi),
-            remoteAddress: connection.remoteAddress)
+            path: path, query: LWSHeaders.query(wsi), headers: headers,
+            remoteAddress: configuration.trustedProxies.clientAddress(peer: connection.remoteAddress, forwardedFor: headers["x-forwarded-for"]))
         return 0
     }
 

@@ -60,12 +60,17 @@ public struct TransportConfiguration: Sendable, Equatable {
     /// Connections from one address that have not finished a request or upgrade; more are
     /// closed at accept (kept well below lws's pool of 256 header buffers).
     public var maxPendingPerAddress: Int
+    /// Peers whose `X-Forwarded-For` names the client (`server.trusted_proxies`); they are not
+    /// held to the per-address caps themselves.
+    public var trustedProxies: TrustedProxies
 
     public init(
         listeners: [ListenerConfiguration], serviceThreads: Int = 1, maxMessageBytes: Int = 65536,
         outboxBytes: Int = 1 << 20, inboundBytes: Int = 1 << 20, handshakeTimeout: Duration = .seconds(10), pingInterval: Duration = .seconds(30),
-        listenBacklog: Int = 1024, maxConnectionsPerAddress: Int = 2000, maxPendingPerAddress: Int = 32
+        listenBacklog: Int = 1024, maxConnectionsPerAddress: Int = 2000, maxPendingPerAddress: Int = 32,
+        trustedProxies: TrustedProxies = TrustedProxies()
     ) {
+        self.trustedProxies = trustedProxies
         self.maxConnectionsPerAddress = maxConnectionsPerAddress
         self.maxPendingPerAddress = maxPendingPerAddress
         self.listeners = listeners

@@ -180,3 +180,33 @@ final class PeerIDBytesTests: XCTestCase {
         XCTAssertEqual(composed, PeerID("caf\u{E9}"))
     }
 }
+
+/// `server.trusted_proxies`: only a trusted peer's X-Forwarded-For names the client.
+final class TrustedProxiesTests: XCTestCase {
+    private func proxies(_ texts: [String]) throws -> TrustedProxies { try TrustedProxies(parsing: texts, key: "server.trusted_proxies") }
+
+    func test_anUntrustedPeerIsTheClientWhateverItForwards() throws {
+        let trusted = try proxies(["10.0.0.0/8"])
+        XCTAssertEqual(trusted.clientAddress(peer: "192.0.2.7", forwardedFor: "203.0.113.9"), "192.0.2.7")
+        XCTAssertEqual(try proxies([]).clientAddress(peer: "10.1.1.1", forwardedFor: "203.0.113.9"), "10.1.1.1")
+    }
+
+    func test_aTrustedPeerNamesTheRightmostUntrustedAddress() throws {
+        let trusted = try proxies(["10.0.0.0/8", "2001:db8::1"])
+        XCTAssertEqual(trusted.clientAddress(peer: "10.1.1.1", forwardedFor: "203.0.113.9"), "203.0.113.9")
+        // A client cannot spoof by prepending: the proxy appended the real address last.
+        XCTAssertEqual(trusted.clientAddress(peer: "10.1.1.1", forwardedFor: "1.2.3.4, 203.0.113.9"), "203.0.113.9")
+        XCTAssertEqual(trusted.clientAddress(peer: "10.1.1.1", forwardedFor: "203.0.113.9, 10.2.2.2"), "203.0.113.9", "a chain of proxies")
+        XCTAssertEqual(trusted.clientAddress(peer: "2001:db8::1", forwardedFor: "198.51.100.4"), "198.51.100.4")
+        XCTAssertEqual(trusted.clientAddress(peer: "10.1.1.1", forwardedFor: "10.3.3.3, 10.2.2.2"), "10.3.3.3", "all trusted: the leftmost")
+        XCTAssertEqual(trusted.clientAddress(peer: "10.1.1.1", forwardedFor: "garbage"), "10.1.1.1")
+        XCTAssertEqual(trusted.clientAddress(peer: "10.1.1.1", forwardedFor: nil), "10.1.1.1")
+    }
+
+    func test_aBadEntryIsAConfigurationErrorNamingIt() {
+        XCTAssertThrowsError(try proxies(["10.0.0.0/33"])) { error in
+            XCTAssertTrue("\(error)".contains("server.trusted_proxies: \"10.0.0.0/33\""), "\(error)")
+        }
+        XCTAssertThrowsError(try proxies(["proxy.example"]))
+    }
+}

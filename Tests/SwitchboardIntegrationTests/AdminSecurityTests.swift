@@ -73,3 +73,22 @@ final class AdminSecurityTests: XCTestCase {
         _ = try first.peer(id: "still-served")
     }
 }
+
+/// Behind a trusted proxy the per-address limits apply to the address it forwards.
+final class TrustedProxyTests: XCTestCase {
+    func test_limitsCountTheForwardedAddressOnlyFromATrustedProxy() throws {
+        let behind = try TestDaemon(["server.trusted_proxies": .stringArray(["127.0.0.1"]), "limits.connections_per_ip": .int(1)])
+        let first = try WebSocketTestClient.connect(port: behind.port, path: "/peerjs?key=peerjs&id=a&token=t", headers: ["X-Forwarded-For": "203.0.113.1"])
+        XCTAssertEqual(try first.next(), .text(#"{"type":"OPEN"}"#))
+        let second = try WebSocketTestClient.connect(port: behind.port, path: "/peerjs?key=peerjs&id=b&token=t", headers: ["X-Forwarded-For": "203.0.113.2"])
+        XCTAssertEqual(try second.next(), .text(#"{"type":"OPEN"}"#), "another client behind the same proxy")
+        let again = try WebSocketTestClient.connect(port: behind.port, path: "/peerjs?key=peerjs&id=c&token=t", headers: ["X-Forwarded-For": "203.0.113.1"])
+        XCTAssertEqual(try again.awaitClose(), 1013, "the same client twice")
+
+        let direct = try TestDaemon(["limits.connections_per_ip": .int(1)])
+        let one = try WebSocketTestClient.connect(port: direct.port, path: "/peerjs?key=peerjs&id=a&token=t", headers: ["X-Forwarded-For": "203.0.113.1"])
+        XCTAssertEqual(try one.next(), .text(#"{"type":"OPEN"}"#))
+        let spoofed = try WebSocketTestClient.connect(port: direct.port, path: "/peerjs?key=peerjs&id=b&token=t", headers: ["X-Forwarded-For": "203.0.113.2"])
+        XCTAssertEqual(try spoofed.awaitClose(), 1013, "an untrusted peer's X-Forwarded-For is ignored")
+    }
+}

@@ -9,8 +9,7 @@ public struct IPPrefixTable: Sendable, Equatable {
     }
 
     struct Entry: Sendable, Equatable {
-        let network: [UInt8]
-        let length: Int
+        let prefix: IPPrefix
         let place: Place
     }
 
@@ -33,14 +32,11 @@ public struct IPPrefixTable: Sendable, Equatable {
             }
             entries.append(entry)
         }
-        entries.sort { $0.length > $1.length }
+        entries.sort { $0.prefix.length > $1.prefix.length }
     }
 
     private static func entry(_ fields: [String]) -> Entry? {
-        let cidr = fields[0].split(separator: "/")
-        guard cidr.count == 2, let bytes = IPAddressParser.parse(String(cidr[0])), let length = Int(cidr[1]),
-            (0...(bytes.count * 8)).contains(length)
-        else { return nil }
+        guard fields[0].contains("/"), let prefix = IPPrefix(fields[0]) else { return nil }
         let place: Place
         if fields.count == 2, !fields[1].isEmpty {
             place = .region(fields[1].lowercased())
@@ -49,30 +45,19 @@ public struct IPPrefixTable: Sendable, Equatable {
         } else {
             return nil
         }
-        return Entry(network: bytes, length: length, place: place)
+        return Entry(prefix: prefix, place: place)
     }
 
     /// The location of `address` by longest matching prefix, resolving region codes in `regions`.
     public func lookup(_ address: String, regions: [String: GeoPoint]) -> GeoPoint? {
         guard let bytes = IPAddressParser.parse(address) else { return nil }
-        for entry in entries where entry.network.count == bytes.count && Self.matches(bytes, entry) {
+        for entry in entries where entry.prefix.contains(bytes) {
             switch entry.place {
             case .point(let point): return point
             case .region(let code): if let point = regions[code] { return point }
             }
         }
         return nil
-    }
-
-    private static func matches(_ address: [UInt8], _ entry: Entry) -> Bool {
-        var remaining = entry.length
-        for (index, byte) in entry.network.enumerated() where remaining > 0 {
-            let bits = min(8, remaining)
-            let mask = UInt8(truncatingIfNeeded: 0xFF << (8 - bits))
-            if address[index] & mask != byte & mask { return false }
-            remaining -= bits
-        }
-        return true
     }
 }
 
