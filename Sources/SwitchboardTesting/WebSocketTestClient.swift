@@ -96,7 +96,12 @@ public final class WebSocketTestClient {
         try socket.send(frame)
     }
 
-    /// The next message or close; answers pings; throws on timeout.
+    /// Whether ``next(timeout:)`` answers the server's pings (off: a client that stopped responding).
+    public var answersPings = true
+    /// Pings received so far.
+    public private(set) var pingsReceived = 0
+
+    /// The next message or close; answers pings (see ``answersPings``); throws on timeout.
     public func next(timeout: Duration = .seconds(5)) throws -> Frame {
         let deadline = ContinuousClock.now + timeout
         var message: [UInt8] = []
@@ -107,7 +112,9 @@ public final class WebSocketTestClient {
             case 0x8:
                 let code = payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : nil
                 return .close(code, String(decoding: payload.dropFirst(2), as: UTF8.self))
-            case 0x9: try sendFrame(opcode: 0xA, payload: payload)
+            case 0x9:
+                pingsReceived += 1
+                if answersPings { try sendFrame(opcode: 0xA, payload: payload) }
             case 0xA: continue
             default:
                 if opcode != 0 { messageOpcode = opcode }

@@ -130,8 +130,9 @@ extension ServiceThread {
     private func writeFrames(_ connection: LWSConnection) -> Int32 {
         if connection.pingDue {
             connection.pingDue = false
-            let start = writeBuffer.stage([])
-            guard lws_write(connection.wsi, start, 0, LWS_WRITE_PING) >= 0 else { return -1 }
+            // A payload is needed: lws 4.1 does not report a pong with an empty payload.
+            let start = writeBuffer.stage(Self.pingPayload)
+            guard lws_write(connection.wsi, start, Self.pingPayload.count, LWS_WRITE_PING) >= 0 else { return -1 }
             if !connection.outbox.isEmpty || connection.pendingClose != nil { lws_callback_on_writable(connection.wsi) }
             return 0
         }
@@ -152,6 +153,9 @@ extension ServiceThread {
         }
         return 0
     }
+
+    /// What our keep-alive pings carry (echoed in the pong).
+    static let pingPayload = Array("sb-ping".utf8)
 
     func closeReason(_ wsi: OpaquePointer, _ code: CloseCode, _ reason: String) {
         var bytes = Array(reason.utf8.prefix(120))

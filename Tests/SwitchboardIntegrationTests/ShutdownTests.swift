@@ -55,3 +55,36 @@ final class ShutdownTests: XCTestCase {
         XCTAssertEqual(daemon.daemon.stuckThreads, [0])
     }
 }
+
+/// The daemon's own keep-alive pings (ADR 0007): a client that answers stays, one that does not
+/// is dropped after two intervals of silence.
+final class KeepAliveTests: XCTestCase {
+    func test_aClientThatAnswersPingsStaysAndOneThatDoesNotIsDropped() throws {
+        let daemon = try TestDaemon(["transport.ping_interval_ms": .int(1000)])
+        let lively = try daemon.peer(id: "lively")
+        let silent = try daemon.peer(id: "silent")
+        silent.answersPings = false
+
+        // Over 3.5 intervals: lively answers every ping and is never closed.
+        let until = ContinuousClock.now + .milliseconds(3500)
+        do {
+            let frame = try lively.next(timeout: until - ContinuousClock.now)
+            XCTFail("lively got \(frame)")
+        } catch {
+            XCTAssertTrue("\(error)".contains("timed out"), "lively: \(error)")
+        }
+        XCTAssertGreaterThanOrEqual(lively.pingsReceived, 2, "pinged about once an interval of silence")
+
+        // silent was pinged, did not answer, and was dropped within two intervals and a tick.
+        do {
+            if case .text(let text) = try silent.next(timeout: .seconds(1)) { XCTFail("silent got \(text)") }
+        } catch {
+            XCTAssertFalse("\(error)".contains("timed out"), "silent is still open: \(error)")
+        }
+        XCTAssertGreaterThanOrEqual(silent.pingsReceived, 1)
+
+        let peers = try daemon.admin("GET", "/v1/peers").text
+        XCTAssertTrue(peers.contains(#""lively""#), peers)
+        XCTAssertFalse(peers.contains(#""silent""#), peers)
+    }
+}
