@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,19 +135,60 @@ def daemon_env(admin_auth: str | None = "none") -> dict[str, str]:
     The tests drive the admin API on loopback without a token (``admin.auth =
     none``) unless they pass ``admin_auth=None``, which keeps the daemon's
     default: a token generated into the state directory (test_hostile.py).
+    ``admin.auth`` is set only when the binary knows the key (a daemon built
+    before it refuses the variable, and its admin API needs no token anyway).
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
-    if admin_auth is not None:
+    if admin_auth is not None and binary_accepts(SWITCHBOARD_ADMIN_AUTH=admin_auth):
         env["SWITCHBOARD_ADMIN_AUTH"] = admin_auth
     return env
 
 
-def _launch(tmp_path: Path, env: dict[str, str]):
-    """Start ``switchboard serve --host 127.0.0.1 --port 0 --admin-port 0`` in ``tmp_path``;
-    yield a :class:`Switchboard`, then stop it with SIGTERM and require exit code 0."""
+_ACCEPTED: dict[tuple[str, tuple[tuple[str, str], ...]], bool] = {}
+
+
+def binary_accepts(**variables: str) -> bool:
+    """Whether ``switchboard check-config`` accepts these ``SWITCHBOARD_*`` variables (exit 0).
+
+    Asked once per binary and set of variables for the whole session, in a
+    scratch directory, so that tests can use configuration keys the binary
+    under test may predate.
+    """
+    binary = _daemon_binary()
+    key = (str(binary), tuple(sorted(variables.items())))
+    if key not in _ACCEPTED:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+        env.update(variables)
+        with tempfile.TemporaryDirectory(prefix="sb-check-config-") as scratch:
+            try:
+                done = subprocess.run(
+                    [str(binary), "check-config"], cwd=scratch, env=env, stdin=subprocess.DEVNULL,
+                    capture_output=True, timeout=STOP_TIMEOUT_S,
+                )
+            except subprocess.TimeoutExpired:
+                _ACCEPTED[key] = False
+            else:
+                _ACCEPTED[key] = done.returncode == 0
+    return _ACCEPTED[key]
+
+
+SERVE_ARGS = ("serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0")
+
+
+def _launch(
+    tmp_path: Path,
+    env: dict[str, str],
+    *,
+    args: tuple[str, ...] | list[str] = SERVE_ARGS,
+    preexec_fn=None,
+):
+    """Start ``switchboard serve --host 127.0.0.1 --port 0 --admin-port 0`` (or ``args``) in
+    ``tmp_path`` (so the state directory is ``tmp_path/data`` unless ``--state-dir`` says
+    otherwise), with ``preexec_fn`` run in the child before exec when given; yield a
+    :class:`Switchboard`, then stop it with SIGTERM and require exit code 0."""
     binary = _daemon_binary()
     process = subprocess.Popen(
-        [str(binary), "serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"],
+        [str(binary), *args],
         cwd=tmp_path,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -155,6 +197,7 @@ def _launch(tmp_path: Path, env: dict[str, str]):
         text=True,
         errors="replace",
         bufsize=1,
+        preexec_fn=preexec_fn,
     )
     output = DaemonOutput()
     reader = threading.Thread(
