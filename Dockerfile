@@ -28,7 +28,8 @@ VOLUME ["/var/lib/switchboard"]
 EXPOSE 9000
 ENV SWITCHBOARD_CONFIG=/etc/switchboard/switchboard.json \
     SWITCHBOARD_STORE_DIRECTORY=/var/lib/switchboard
-# The admin API stays on the container's loopback; publish it only with a token set.
+# The admin API stays on the container's loopback and needs a bearer token: SWITCHBOARD_ADMIN_TOKEN,
+# or the one the daemon generates into /var/lib/switchboard/admin.token at first start.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
     CMD curl -fsS http://127.0.0.1:8081/healthz >/dev/null || exit 1
 STOPSIGNAL SIGTERM

@@ -32,6 +32,7 @@ from relay_load import (Listener, RefusedError, Stats, close_all, peerjs_url, pi
                         unique_peers)
 
 TEXT, PING = picows.WSMsgType.TEXT, picows.WSMsgType.PING
+BEAT_SLOT_S = 0.1  # heartbeats go out in slots of this length, spread over --heartbeat
 
 
 def reply(pipe, message) -> None:
@@ -69,11 +70,15 @@ class Crowd:
         self.counters: collections.Counter = collections.Counter()
         self.sockets: list[tuple] = []  # (transport, listener)
         self.closing = False
+        self.beating = False
 
     async def grow(self, target: int, rate: float) -> None:
         """Open sockets up to `target`, starting one every 1/rate s, with bounded handshakes in flight."""
         loop, sem = asyncio.get_running_loop(), asyncio.Semaphore(self.opts.connect_concurrency)
         start, tasks = loop.time(), []
+        if self.opts.heartbeat > 0 and not self.beating:
+            self.beating = True
+            loop.call_later(BEAT_SLOT_S, self.beat, 0, max(1, round(self.opts.heartbeat / BEAT_SLOT_S)))
         for k in range(max(0, target - len(self.sockets))):
             delay = start + k / rate - loop.time()
             if delay > 0:
@@ -95,9 +100,6 @@ class Crowd:
             if b'"OPEN"' not in first:
                 raise RefusedError(first[:80].decode(errors="replace"))
             self.sockets.append((transport, listener))
-            if self.opts.heartbeat > 0:
-                loop = asyncio.get_running_loop()
-                loop.call_later(random.uniform(0, self.opts.heartbeat), self.beat, transport, listener)
         except (TimeoutError, OSError, picows.WSError, ConnectionError, RefusedError) as error:
             self.counters["failed"] += 1
             self.counters["error:" + type(error).__name__] += 1
@@ -106,13 +108,18 @@ class Crowd:
         finally:
             sem.release()
 
-    def beat(self, transport, listener) -> None:
-        """Send a heartbeat and schedule the next one."""
-        if listener.closed or self.closing:
+    def beat(self, tick: int, slots: int) -> None:
+        """Every BEAT_SLOT_S, a heartbeat on each socket of slot tick % slots: one timer per
+        process instead of one per socket keeps the load generator's CPU down."""
+        if self.closing:
             return
-        transport.send(TEXT, HEARTBEAT)
-        self.counters["heartbeats"] += 1
-        asyncio.get_running_loop().call_later(self.opts.heartbeat, self.beat, transport, listener)
+        sent = 0
+        for transport, listener in self.sockets[tick % slots::slots]:
+            if not listener.closed:
+                transport.send(TEXT, HEARTBEAT)
+                sent += 1
+        self.counters["heartbeats"] += sent
+        asyncio.get_running_loop().call_later(BEAT_SLOT_S, self.beat, tick + 1, slots)
 
     def snapshot(self) -> dict:
         """Counters, open and dropped sockets, and this process's CPU seconds."""

@@ -224,9 +224,9 @@ def scale_row(run: Run, span: dict, grown: dict, before: dict, after: dict, idle
 
 
 def print_scale_row(row: dict, file=sys.stdout) -> None:
-    print(f"  {row['sockets']:>6} sockets: {row['cpu_s_per_round']} CPU s/round "
-          f"({row['us_per_socket_round']} µs/socket net of idle), peak 1 s {row['cpu_peak_1s_pct']} %, "
-          f"pings/socket/round {row['pings_per_socket_round']}, dropped {row['dropped']}", file=file, flush=True)
+    print(f"  {row['sockets']:>6} sockets: {row['cpu_s_per_round']} CPU s/interval "
+          f"({row['us_per_socket_round']} µs/socket/interval net of idle), peak 1 s {row['cpu_peak_1s_pct']} %, "
+          f"pings/socket/interval {row['pings_per_socket_round']}, dropped {row['dropped']}", file=file, flush=True)
 
 
 def parse_args(argv: list[str]):

@@ -30,7 +30,7 @@ def print_summary(record: dict) -> None:
     """A few lines for the log while the run goes on."""
     if record["mode"] == "scale":
         print(f"scale: ping interval {record['interval_ms']} ms, {record['intervals']} intervals per size; "
-              f"idle {record['idle']['cpu_s_per_round']} CPU s/round; sizes as printed above")
+              f"idle {record['idle']['cpu_s_per_round']} CPU s/interval; sizes as printed above")
         return
     c = record["connect"]
     print(f"crowd: {c.get('open')} of {record['sockets_requested']} sockets in {c['connect_s']} s "
@@ -41,6 +41,18 @@ def print_summary(record: dict) -> None:
               f"daemon CPU {f['cpu_mean_pct']} % (busiest 1 s {f['cpu_peak_1s_pct']} %)")
     print(f"  ratio        {record['msgs_ratio']}; pings/socket/interval {record['pings_per_socket_per_interval']}; "
           f"close {record['close_timing']}")
+
+
+def us_per_msg(load: dict, idle: dict) -> float | None:
+    """Daemon CPU µs per relayed message in a load phase, less what it used with the probe only."""
+    if load["cpu_mean_pct"] is None or idle["cpu_mean_pct"] is None or not load["msgs_per_s"]:
+        return None
+    net = load["cpu_mean_pct"] - idle["cpu_mean_pct"]
+    return net / 100 * 1e6 / load["msgs_per_s"] if net > 0 and load["msgs_per_s"] >= 100 else None
+
+
+def ratio(a, b) -> str:
+    return "" if a is None or not b else f"{a / b:.2f}"
 
 
 def crowd_markdown(r: dict) -> list[str]:
@@ -66,6 +78,8 @@ def crowd_markdown(r: dict) -> list[str]:
         f"| relay worst message ms | {ms(base['worst_us'])} | {ms(cl['worst_us'])} | target < {TARGET_WORST_MS:g}{met(worst_ok)} |",
         f"| relay slowest second, msgs | {num(base['slowest_second_msgs'])} | {num(cl['slowest_second_msgs'])} | |",
         f"| daemon CPU % under the closed loop | {num(base['cpu_mean_pct'], '{:.0f}')} | {num(cl['cpu_mean_pct'], '{:.0f}')} | |",
+        f"| daemon CPU µs per relayed message, net of the probe phase's CPU | {num(us_per_msg(base, quiet), '{:.1f}')} | "
+        f"{num(us_per_msg(cl, cq), '{:.1f}')} | {ratio(us_per_msg(cl, cq), us_per_msg(base, quiet))} |",
         f"| daemon CPU % with the probe only, mean | {num(quiet['cpu_mean_pct'], '{:.1f}')} | {num(cq['cpu_mean_pct'], '{:.1f}')} | |",
         f"| daemon CPU % with the probe only, busiest 1 s | {num(quiet['cpu_peak_1s_pct'], '{:.1f}')} | "
         f"{num(cq['cpu_peak_1s_pct'], '{:.1f}')} | target ≤ {TARGET_PEAK_PCT:g}{met(peak_ok)} |",
@@ -96,12 +110,12 @@ def scale_markdown(r: dict) -> list[str]:
     """The scale run's table and its flatness."""
     idle = r["idle"]
     lines = [
-        f"**CPU per ping round** (crowds that send nothing, so the daemon pings every socket once per "
-        f"{r['interval_ms']:,} ms and each pongs; {r['intervals']} whole intervals per size; idle daemon: "
+        f"**CPU per ping interval** (crowds that send nothing, so the daemon must ping them and each pongs; "
+        f"ping interval {r['interval_ms']:,} ms, {r['intervals']} whole intervals per size; idle daemon: "
         f"{idle['cpu_s_per_round']} CPU s per interval, subtracted in 'net')",
         "",
-        "| sockets | CPU s per round | net CPU s per round | µs per socket per round | daemon CPU mean % | "
-        "busiest 1 s % | pings per socket per round | dropped |",
+        "| sockets | CPU s per interval | net CPU s per interval | µs per socket per interval | daemon CPU mean % | "
+        "busiest 1 s % | pings per socket per interval | dropped |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in r["rows"]:
@@ -109,14 +123,27 @@ def scale_markdown(r: dict) -> list[str]:
                      f"{num(row['net_cpu_s_per_round'], '{:.3f}')} | {num(row['us_per_socket_round'], '{:.1f}')} | "
                      f"{num(row['cpu_mean_pct'], '{:.1f}')} | {num(row['cpu_peak_1s_pct'], '{:.1f}')} | "
                      f"{num(row['pings_per_socket_round'], '{:.2f}')} | {row['dropped']} |")
-    per_socket = [row["us_per_socket_round"] for row in r["rows"] if row["us_per_socket_round"]]
-    if len(per_socket) >= 2:
-        lines += ["", f"Per-socket cost, largest crowd ÷ smallest: {per_socket[-1] / per_socket[0]:.2f} "
-                      f"(flat ≈ 1: CPU per round linear in sockets; it grows with n when a round is O(n²))."]
+    lines += ["", doubling(r["rows"])]
     if any((row["cpu_mean_pct"] or 0) >= 90 for row in r["rows"]):
-        lines.append("Rows at ≥ 90 % mean CPU are saturated: their rounds took longer than the interval, so "
-                     "fewer pings went out (see pings per socket per round) and the cost is a lower bound.")
+        lines.append("Rows at ≥ 90 % mean CPU are saturated: a round took longer than the interval, so fewer "
+                     "pings went out (see pings per socket per interval) and their cost is a lower bound.")
     return lines
+
+
+def doubling(rows: list[dict]) -> str:
+    """Per-socket cost at the largest unsaturated size ÷ at the largest size at most half of it."""
+    live = [row for row in rows if row["us_per_socket_round"] and (row["cpu_mean_pct"] or 0) < 90]
+    if not live:
+        return "Doubling test: no unsaturated size."
+    top = live[-1]
+    half = [row for row in live if row["sockets"] <= top["sockets"] / 2]
+    if not half:
+        return "Doubling test: no size at most half the largest."
+    low = half[-1]
+    return (f"Doubling test: µs per socket at {top['sockets']:,} ÷ at {low['sockets']:,} sockets = "
+            f"{top['us_per_socket_round'] / low['us_per_socket_round']:.2f} (≈ 1 when CPU per interval is linear "
+            f"in sockets, ≈ {top['sockets'] / low['sockets']:.1f} when it is O(n²); sizes whose net CPU is "
+            f"under ~0.1 s per interval are within the 10 ms resolution of /proc).")
 
 
 def report(path: str, command: str, binary: str) -> None:
