@@ -1042,7 +1042,11 @@ def _schema_config(daemon: Admin) -> schemathesis.Config:
             "base-url": daemon.base_url,
             "headers": daemon.auth,
             "request-timeout": REQUEST_TIMEOUT_S,
-            "generation": {"max-examples": MAX_EXAMPLES},
+            # An encoded NUL (%00) in the request line makes libwebsockets 4.1's URI parser fail
+            # the connection before the daemon sees the request (no answer at all; see
+            # test_a_nul_in_the_request_line_is_dropped_and_the_daemon_keeps_serving). NULs in
+            # bodies are answered normally and fuzzed by the admin-body fuzz target.
+            "generation": {"max-examples": MAX_EXAMPLES, "allow-x00": False},
             # lws answers methods it does not know (TRACE, QUERY) itself with a 403 HTML page;
             # see test_unknown_methods_get_a_json_405. Probe the ones it parses.
             "phases": {"coverage": {"unexpected-methods": ["get", "put", "post", "delete", "patch", "options"]}},
@@ -1146,3 +1150,19 @@ def test_a_minted_token_is_a_signed_jwt_for_the_user(admin: Admin) -> None:
     assert signature
     for bad in ({}, {"user_id": ""}, {"user_id": "a", "ttl_seconds": 0}, {"user_id": "a", "ttl_seconds": 2592001}):
         assert admin.call("POST", "/v1/tokens", body=_json(bad)).status == 400, bad
+
+
+def test_a_nul_in_the_request_line_is_dropped_and_the_daemon_keeps_serving(admin: Admin) -> None:
+    """A documented libwebsockets 4.1 deviation: its URI parser fails a connection whose request
+    line holds an encoded NUL, before any callback, so no JSON 400 can be sent. The connection is
+    closed without an answer and the listener keeps serving."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", admin.admin_port), timeout=REQUEST_TIMEOUT_S) as sock:
+        sock.sendall(f"GET /v1/audit?=%00 HTTP/1.1\r\nHost: 127.0.0.1:{admin.admin_port}\r\n\r\n".encode())
+        try:
+            answer = sock.recv(4096)
+        except ConnectionResetError:
+            answer = b""
+    assert answer == b"", answer
+    assert admin.call("GET", "/v1/stats").status == 200
