@@ -148,6 +148,14 @@ int sb_create_private_file(const char *path, const char *text) {
  * its peak after a load). Returns 1 if memory was released. */
 int sb_release_free_memory(void) { return malloc_trim(0); }
 
+/* Fixes glibc's mmap and trim thresholds. Left dynamic, freeing one large block (a grown hash
+ * table) raises both to its size, and the thread arenas then keep that much free memory
+ * resident for good. */
+void sb_fix_malloc_thresholds(void) {
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 256 * 1024);
+}
+
 /* The peer address of a socket as text ("127.0.0.1"), into buf. */
 int sb_peer_address(int fd, char *buf, size_t len) {
     struct sockaddr_storage ss;

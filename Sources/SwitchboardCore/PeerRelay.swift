@@ -61,6 +61,10 @@ public struct PeerRelay: Sendable {
 
     /// The socket closed (by either side). Frees its id if it is the id's current socket.
     public mutating func connectionClosed(_ connection: ConnectionID) {
+        defer {
+            sockets.releaseSpareCapacity()
+            registrations.releaseSpareCapacity()
+        }
         guard let socket = sockets.removeValue(forKey: connection), let peer = socket.peer else { return }
         if registrations[peer]?.connection == connection {
             registrations[peer] = nil

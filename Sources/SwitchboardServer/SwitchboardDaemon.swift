@@ -102,6 +102,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     /// Opens the store (applying migrations), binds the listeners and starts serving.
     public func start() throws {
         let stateLock = try ProcessLock(directory: configuration.store.directory)
+        ProcessMemory.fixThresholds()
         let store = try SQLiteStore(configuration: configuration.store)
         // While the store is idle (no load), give the heap memory ended calls left back.
         store.whenIdle { ProcessMemory.releaseFree() }

@@ -41,10 +41,14 @@ public final class SQLiteStore: Sendable {
     }
 
     /// Runs `action` while the store is idle (nothing new in the WAL since the last checkpoint),
-    /// at most every 15 s; only with a checkpoint interval. The daemon hands free heap memory back
-    /// to the kernel there, once ended calls have left memory.
+    /// at most every 15 s; only with a checkpoint interval. First the connections drop their
+    /// page and statement caches (readers are closed, to be reopened on demand); the daemon then
+    /// hands free heap memory back to the kernel, once ended calls have left memory.
     public func whenIdle(_ action: @escaping @Sendable () -> Void) {
-        checkpointer?.whenIdle(action)
+        checkpointer?.whenIdle { [weak pool] in
+            pool?.releaseMemory()
+            action()
+        }
     }
 
     /// With a checkpoint interval, moves the writer's own checkpoint back to a backstop and

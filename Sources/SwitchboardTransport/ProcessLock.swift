@@ -58,4 +58,8 @@ public enum ProcessMemory {
     /// RSS stays at its peak). Returns whether any was released.
     @discardableResult
     public static func releaseFree() -> Bool { sb_release_free_memory() == 1 }
+
+    /// Fixes the allocator's mmap and trim thresholds (256 KiB), so that one large block freed
+    /// after a load does not make the heap keep that much free memory resident. Call at start.
+    public static func fixThresholds() { sb_fix_malloc_thresholds() }
 }

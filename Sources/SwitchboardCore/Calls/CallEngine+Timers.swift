@@ -35,6 +35,7 @@ extension CallEngine {
             if let ended = call.record.endedAt, now.timeIntervalSince(ended) > Self.endedRetention {
                 calls[cid] = nil
                 endedCount -= 1
+                releaseSpareCapacity()
             }
             return
         }
@@ -50,6 +51,16 @@ extension CallEngine {
         {
             end(cid, reason: .empty, now: now, out: &out)
         }
+    }
+
+    /// Gives back the storage a burst of calls and sessions left in the engine's tables.
+    mutating func releaseSpareCapacity() {
+        calls.releaseSpareCapacity()
+        deadlines.releaseSpareCapacity()
+        sessionCalls.releaseSpareCapacity()
+        connectionSessions.releaseSpareCapacity()
+        userSessions.releaseSpareCapacity()
+        ringingCalls.releaseSpareCapacity()
     }
 
     /// When `call` next needs the tick: its earliest ring deadline, auto-cancel or empty

@@ -20,6 +20,8 @@ extension CallGateway {
     /// resume before its sessions leave.
     public mutating func socketClosed(_ socket: ConnectionID, now: Date) {
         pending[socket] = nil
+        pending.releaseSpareCapacity()
+        defer { sockets.releaseSpareCapacity() }
         guard let state = sockets.removeValue(forKey: socket) else { return }
         detach(state.client, socket: socket, now: now)
     }

@@ -27,6 +27,9 @@ extension CallGateway {
         }
         for id in clients.keys.sorted() { tickClient(id, now: now, into: &output) }
         pruneAuthFailures(now: now)
+        sockets.releaseSpareCapacity()
+        clients.releaseSpareCapacity()
+        userClients.releaseSpareCapacity()
     }
 
     /// The earliest auth, idle, token or resume-window deadline (a lower bound: activity only

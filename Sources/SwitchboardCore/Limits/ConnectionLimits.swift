@@ -58,6 +58,8 @@ public struct ConnectionLimiter: Sendable {
         guard let address = open.removeValue(forKey: socket) else { return }
         perAddress[address, default: 1] -= 1
         if perAddress[address] == 0 { perAddress[address] = nil }
+        open.releaseSpareCapacity()
+        perAddress.releaseSpareCapacity()
     }
 
     /// Forgets buckets that have refilled for addresses with no open socket (bounded memory).

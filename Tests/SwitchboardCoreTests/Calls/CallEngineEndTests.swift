@@ -1,5 +1,5 @@
 import Foundation
-import SwitchboardCore
+@testable import SwitchboardCore
 import XCTest
 
 /// `call.end`, the admin API's end and kick, empty calls, lost connections and eviction.
@@ -261,5 +261,23 @@ final class CallEngineEndTests: XCTestCase {
         h.tick()
         XCTAssertNil(h.call(meeting))
         XCTAssertTrue(h.last.isEmpty)
+    }
+
+    func test_evictingABurstOfCallsGivesTheirTablesStorageBack() throws {
+        var h = EngineHarness()
+        let admin = CallFixture.actor("ops", admin: true)  // exempt from the per-user creation limit
+        for index in 0..<3000 { try h.join(CallFixture.cid("default", "burst-\(index)"), by: admin, create: true) }
+        XCTAssertGreaterThanOrEqual(h.engine.calls.capacity, 3000)
+        for index in 0..<3000 { try h.endByAdmin(CallFixture.cid("default", "burst-\(index)")) }
+        try h.join(meeting, by: alice, create: true)
+        h.advance(CallEngine.endedRetention + 1)
+        h.tick()
+
+        XCTAssertEqual(h.engine.calls.count, 1, "the live call stays; the 3,000 ended ones are gone")
+        XCTAssertNotNil(h.call(meeting))
+        // Tables shrink while large (over 1,024 slots) and at most a quarter full.
+        XCTAssertLessThanOrEqual(h.engine.calls.capacity, 1024, "the table gave back the burst's storage")
+        XCTAssertLessThanOrEqual(h.engine.sessionCalls.capacity, 1024)
+        XCTAssertLessThanOrEqual(h.engine.deadlines.capacity, 1024)
     }
 }
