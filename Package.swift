@@ -163,7 +163,7 @@ let package = Package(
         .testTarget(
             name: "SwitchboardIntegrationTests",
             dependencies: [
-                "SwitchboardServer", "SwitchboardApp", "SwitchboardCore", "SwitchboardTesting",
+                "SwitchboardServer", "SwitchboardApp", "SwitchboardCore", "SwitchboardTesting", "SwitchboardAuth",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -135,15 +135,19 @@ extension CallHub {
         }
         Task {
             let result: Result<UserToken, SwitchboardError>
+            var namedUser: String?
             do throws(SwitchboardError) {
                 result = .success(try await verifier.verify(check.token))
             } catch {
                 result = .failure(error)
+                namedUser = await verifier.namedUser(ofRefused: check.token)
             }
-            queue.async {
+            queue.async { [namedUser] in
                 let placer = self.placer
                 self.batch { gateway, output, now in
-                    gateway.tokenChecked(check.socket, purpose: check.purpose, result: result, placer: placer, now: now, newID: self.newID, into: &output)
+                    gateway.tokenChecked(
+                        check.socket, purpose: check.purpose, result: result, namedUser: namedUser, placer: placer, now: now, newID: self.newID,
+                        into: &output)
                 }
             }
         }

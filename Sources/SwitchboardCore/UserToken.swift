@@ -38,6 +38,14 @@ public struct TokenRequest: Sendable, Equatable, Codable {
 /// `token_expired` or `token_invalid`.
 public protocol TokenVerifier: Sendable {
     func verify(_ token: String) async throws(SwitchboardError) -> UserToken
+    /// The user a refused token names when its signature is genuine (it expired, is not valid
+    /// yet, …); `nil` for a forged or malformed token. Failed authentications are then counted
+    /// against that user at the address, not against everyone behind the address.
+    func namedUser(ofRefused token: String) async -> String?
+}
+
+extension TokenVerifier {
+    public func namedUser(ofRefused token: String) async -> String? { nil }
 }
 
 /// The port that mints user tokens (for operators, tests and `switchboard token`).

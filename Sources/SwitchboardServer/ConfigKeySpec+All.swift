@@ -102,8 +102,8 @@ extension ConfigKeySpec {
         .init("limits.connections_per_user", .int(1...10_000), .int(16), "Most call-protocol connections one user may hold at once; more are refused (rate_limited, 1013)."),
         .init("limits.messages_per_second", .double(0.1...100_000), .double(50), "Call-protocol requests one socket may send per second (token bucket rate)."),
         .init("limits.message_burst", .double(1...100_000), .double(100), "Call-protocol requests one socket may send in a burst; beyond it they get rate_limited, and a socket that also uses up a burst of refusals (refilled at the same rate) is closed (1008)."),
-        .init("limits.auth_failures_per_minute_per_ip", .double(0.1...100_000), .double(30), "Failed authentications one address may make per minute (token bucket rate)."),
-        .init("limits.auth_failure_burst_per_ip", .double(1...100_000), .double(10), "Failed authentications one address may make in a burst; then its sockets are refused."),
+        .init("limits.auth_failures_per_minute_per_ip", .double(0.1...100_000), .double(30), "Failed authentications one address (or one user at it, for a genuine token) may make per minute (token bucket rate)."),
+        .init("limits.auth_failure_burst_per_ip", .double(1...100_000), .double(10), "Failed authentications one address (or one user at it, for a genuine token) may make in a burst; then its sockets are refused."),
     ]
 
     static let calls: [ConfigKeySpec] = [

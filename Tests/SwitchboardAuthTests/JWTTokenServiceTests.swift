@@ -37,6 +37,22 @@ final class JWTTokenServiceTests: XCTestCase {
         XCTAssertEqual(verified.role, "admin")
     }
 
+    /// Lockouts count a genuine token's failures against its user; a forged one names nobody.
+    func test_aRefusedButGenuineTokenNamesItsUserAndAForgedOneNobody() async throws {
+        let (stale, _) = try await service().issue(TokenRequest(userID: "mallory", ttl: .seconds(60)))
+        let later = try await service(at: start.addingTimeInterval(3600))
+        let refused = await code { _ = try await later.verify(stale) }
+        XCTAssertEqual(refused, "token_expired")
+        let named = await later.namedUser(ofRefused: stale)
+        XCTAssertEqual(named, "mallory")
+
+        let (forged, _) = try await service(secret: String(repeating: "another-secret-", count: 3)).issue(TokenRequest(userID: "grace", ttl: .seconds(60)))
+        let nobody = await later.namedUser(ofRefused: forged)
+        XCTAssertNil(nobody)
+        let garbage = await later.namedUser(ofRefused: "not.a.jwt")
+        XCTAssertNil(garbage)
+    }
+
     func test_onlyUserIDsTheCallProtocolAcceptsAreMinted() async throws {
         let tokens = try await service()
         for bad in ["", "bad\u{1}id", "line\nbreak", String(repeating: "u", count: UserID.maximumLength + 1)] {

@@ -1,4 +1,6 @@
 import Foundation
+import SwitchboardAuth
+import SwitchboardCore
 import SwitchboardTesting
 import XCTest
 
@@ -78,6 +80,24 @@ final class CallLimitsTests: XCTestCase {
         let blocked = try WebSocketTestClient.connect(port: daemon.port, path: "/v1/connect?token=\(token)")
         XCTAssertEqual(error(try blocked.nextJSON()), "rate_limited", "even a good token waits until the address cools down")
         XCTAssertEqual(try blocked.awaitClose(), 1013)
+    }
+
+    /// A genuine token that keeps failing (expired) locks out its user at the address, not the
+    /// other users behind it (a shared NAT or office).
+    func test_aUserWhoseGenuineTokenKeepsFailingIsLockedOutAloneAtTheAddress() async throws {
+        let daemon = try TestDaemon.calls(["limits.auth_failure_burst_per_ip": .double(3), "limits.auth_failures_per_minute_per_ip": .double(1)])
+        let anHourAgo = await JWTTokenService(configuration: AuthConfiguration(apiSecret: TestDaemon.callSecret), now: { Date().addingTimeInterval(-3600) })
+        let (stale, _) = try await XCTUnwrap(anHourAgo).issue(TokenRequest(userID: "mallory", ttl: .seconds(60)))
+        for _ in 0..<3 {
+            let refused = try WebSocketTestClient.connect(port: daemon.port, path: "/v1/connect?token=\(stale)")
+            XCTAssertEqual(error(try refused.nextJSON()), "token_expired")
+            XCTAssertEqual(try refused.awaitClose(), 4001)
+        }
+        let mallory = try WebSocketTestClient.connect(port: daemon.port, path: "/v1/connect?token=\(try daemon.mintToken(user: "mallory"))")
+        XCTAssertEqual(error(try mallory.nextJSON()), "rate_limited", "mallory waits until the lockout cools down")
+        XCTAssertEqual(try mallory.awaitClose(), 1013)
+        let grace = try WebSocketTestClient.connect(port: daemon.port, path: "/v1/connect?token=\(try daemon.mintToken(user: "grace"))")
+        XCTAssertEqual(try next(grace, "connection.ok")["type"] as? String, "connection.ok", "grace, on the same address, gets in")
     }
 
     func test_connectionsPerAddressAreCappedForBothProtocols() throws {

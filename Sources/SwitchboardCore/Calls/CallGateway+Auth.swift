@@ -3,22 +3,31 @@ import Foundation
 extension CallGateway {
     /// A token check finished (frames held meanwhile get no SFU; see the `placer:` variant).
     public mutating func tokenChecked(
-        _ socket: ConnectionID, purpose: TokenPurpose, result: Result<UserToken, SwitchboardError>, now: Date, newID: () -> String,
-        into output: inout CallGatewayOutput
+        _ socket: ConnectionID, purpose: TokenPurpose, result: Result<UserToken, SwitchboardError>, namedUser: String? = nil, now: Date,
+        newID: () -> String, into output: inout CallGatewayOutput
     ) {
-        tokenChecked(socket, purpose: purpose, result: result, placer: NoSFU(), now: now, newID: newID, into: &output)
+        tokenChecked(socket, purpose: purpose, result: result, namedUser: namedUser, placer: NoSFU(), now: now, newID: newID, into: &output)
     }
 
     /// A token check finished. On success, frames that arrived meanwhile run in order.
+    /// `namedUser` is the user a refused but genuine token names (see
+    /// ``TokenVerifier/namedUser(ofRefused:)``): the failure counts against that user at the
+    /// address, and a user locked out there is refused even with a good token, while others at
+    /// the same address are not.
     public mutating func tokenChecked(
-        _ socket: ConnectionID, purpose: TokenPurpose, result: Result<UserToken, SwitchboardError>, placer: some CallPlacer, now: Date,
-        newID: () -> String, into output: inout CallGatewayOutput
+        _ socket: ConnectionID, purpose: TokenPurpose, result: Result<UserToken, SwitchboardError>, namedUser: String? = nil,
+        placer: some CallPlacer, now: Date, newID: () -> String, into output: inout CallGatewayOutput
     ) {
         switch purpose {
         case .auth(let id, let resume):
             guard let waiting = pending[socket] else { return }
+            let named = (try? result.get().userID) ?? namedUser
+            let user = named.flatMap(UserID.init)
             switch validated(result, now: now) {
-            case .failure(let error): refuse(socket, id: id, error, into: &output)
+            case .failure(let error): refuse(socket, id: id, error, user: user, into: &output)
+            case .success where isBlocked(waiting.remoteAddress, user: user, now: now):
+                let error = SwitchboardError(.rateLimited, "too many failed authentications by this user from this address; try later")
+                refuse(socket, id: id, error, code: .tryAgainLater, into: &output)
             case .success(let token):
                 authenticate(socket, id: id, token: token, resume: resume, now: now, newID: newID, into: &output)
                 for frame in waiting.queued where sockets[socket] != nil {

@@ -70,11 +70,15 @@ extension CallGateway {
     }
 
     /// Sends an error frame and closes (4001 by default), for a socket that could not
-    /// authenticate; the failure counts against its address.
+    /// authenticate; the failure counts against its address, or against `user` at the address
+    /// when a genuine token named one.
     mutating func refuse(
-        _ socket: ConnectionID, id: JSONValue, _ error: SwitchboardError, code: CloseCode = .unauthenticated, into output: inout CallGatewayOutput
+        _ socket: ConnectionID, id: JSONValue, _ error: SwitchboardError, code: CloseCode = .unauthenticated, user: UserID? = nil,
+        into output: inout CallGatewayOutput
     ) {
-        if let waiting = pending.removeValue(forKey: socket), code == .unauthenticated { countAuthFailure(from: waiting.remoteAddress, at: waiting.openedAt) }
+        if let waiting = pending.removeValue(forKey: socket), code == .unauthenticated {
+            countAuthFailure(from: waiting.remoteAddress, user: user, at: waiting.openedAt)
+        }
         output.commands.append(.send(socket, Self.errorFrame(id, error)))
         output.commands.append(.close(socket, code, reason: error.code.rawValue))
         output.authFailures.append(code == .unauthenticated ? error.code.rawValue : "limited")

@@ -32,16 +32,24 @@ extension CallGateway {
         return false
     }
 
-    /// Counts a failed authentication from `address`.
-    mutating func countAuthFailure(from address: String, at now: Date) {
-        var bucket = authFailures[address] ?? TokenBucket(rate: configuration.authFailuresPerMinute / 60, burst: configuration.authFailureBurst, now: now.tick)
-        _ = bucket.take(now: now.tick)
-        authFailures[address] = bucket
+    /// The lockout a failed authentication counts against: the user at the address when a
+    /// genuine token named one, else the whole address.
+    static func authFailureKey(_ address: String, _ user: UserID?) -> String {
+        guard let user else { return address }
+        return address + "\u{0}" + user.rawValue
     }
 
-    /// Whether `address` has used up its failed authentications for now.
-    func isBlocked(_ address: String, now: Date) -> Bool {
-        guard let bucket = authFailures[address] else { return false }
+    /// Counts a failed authentication from `address` (by `user`, when a genuine token named one).
+    mutating func countAuthFailure(from address: String, user: UserID? = nil, at now: Date) {
+        let key = Self.authFailureKey(address, user)
+        var bucket = authFailures[key] ?? TokenBucket(rate: configuration.authFailuresPerMinute / 60, burst: configuration.authFailureBurst, now: now.tick)
+        _ = bucket.take(now: now.tick)
+        authFailures[key] = bucket
+    }
+
+    /// Whether `address` (or `user` at it) has used up its failed authentications for now.
+    func isBlocked(_ address: String, user: UserID? = nil, now: Date) -> Bool {
+        guard let bucket = authFailures[Self.authFailureKey(address, user)] else { return false }
         return bucket.available(now: now.tick) < 1
     }
 

@@ -250,11 +250,11 @@ struct GatewayHarness {
         UserToken(userID: user, issuedAt: now, expiresAt: now.addingTimeInterval(expiresIn), callCIDs: cids, role: role)
     }
 
-    mutating func openSocket(token: String? = nil, resume: ResumeRequest? = nil) -> ConnectionID {
+    mutating func openSocket(token: String? = nil, resume: ResumeRequest? = nil, from address: String? = nil) -> ConnectionID {
         socketSerial += 1
         let socket = ConnectionID(rawValue: socketSerial)
         last = CallGatewayOutput()
-        gateway.socketOpened(socket, token: token, resume: resume, remoteAddress: "198.51.100.\(socketSerial)", now: now, into: &last)
+        gateway.socketOpened(socket, token: token, resume: resume, remoteAddress: address ?? "198.51.100.\(socketSerial)", now: now, into: &last)
         return socket
     }
 
@@ -270,9 +270,9 @@ struct GatewayHarness {
         return last.frames(to: socket).first { $0["id"] == .string(id) }
     }
 
-    mutating func answer(_ check: TokenCheck, _ result: Result<UserToken, SwitchboardError>) {
+    mutating func answer(_ check: TokenCheck, _ result: Result<UserToken, SwitchboardError>, namedUser: String? = nil) {
         last = CallGatewayOutput()
-        gateway.tokenChecked(check.socket, purpose: check.purpose, result: result, now: now, newID: ids.next, into: &last)
+        gateway.tokenChecked(check.socket, purpose: check.purpose, result: result, namedUser: namedUser, now: now, newID: ids.next, into: &last)
     }
 
     mutating func tick() {
