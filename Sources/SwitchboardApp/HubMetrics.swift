@@ -19,7 +19,6 @@ final class HubMetrics {
     private let timedOut: Counter
     private let rateLimited: Counter
     private var refused: [String: Counter] = [:]
-    private var closes: [UInt16: Counter] = [:]
     let batchDuration: Timer
     private var last = RelayStats()
 
@@ -69,12 +68,6 @@ final class HubMetrics {
     /// Counts a socket refused by a connection cap, by which one.
     func recordRefusal(_ refusal: ConnectionLimiter.Refusal) {
         counter(&refusals, refusal.rawValue, "switchboard_connections_refused_total", "reason", refusal.rawValue).increment()
-        recordClose(.tryAgainLater)
-    }
-
-    /// Counts a close the daemon initiated, by WebSocket close code.
-    func recordClose(_ code: CloseCode) {
-        counter(&closes, code.rawValue, "switchboard_closes_total", "code", String(code.rawValue)).increment()
     }
 
     private func bump(_ counter: Counter, _ now: Int, _ before: Int) {

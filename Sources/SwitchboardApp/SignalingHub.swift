@@ -318,7 +318,6 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
                     if let receipt { receipts.append((connection, receipt)) }
                 case .close(let connection, let code, let reason):
                     commands.append(.close(connection, code, reason: reason))
-                    metrics.recordClose(code)
                 }
             }
             let refused = commands.isEmpty ? [] : transport.submit(commands)

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import Prometheus
+import Synchronization
 import ServiceLifecycle
 import SwitchboardAdmin
 import SwitchboardApp
@@ -67,10 +68,17 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             logger.warning("testing.echo_path is set: \(echo) echoes every message (for conformance tests only)")
             hub.enableEcho(path: echo)
         }
-        let closes = Dictionary(uniqueKeysWithValues: [CloseCode.messageTooBig, .goingAway].map {
-            ($0, CoreMetrics.Counter(label: "switchboard_closes_total", dimensions: [("code", String($0.rawValue))], factory: factory))
+        // Every close the daemon starts, by code, counted where the transport takes it: PeerJS,
+        // the call protocol, caps, 1009 and the drain alike.
+        let closes = Mutex<[UInt16: CoreMetrics.Counter]>([:])
+        self.transport = LWSServer(configuration: configuration.transport, logger: logger, onClose: { code in
+            closes.withLock { counters in
+                if counters[code.rawValue] == nil {
+                    counters[code.rawValue] = CoreMetrics.Counter(label: "switchboard_closes_total", dimensions: [("code", String(code.rawValue))], factory: factory)
+                }
+                return counters[code.rawValue]!
+            }.increment()
         })
-        self.transport = LWSServer(configuration: configuration.transport, logger: logger, onClose: { closes[$0]?.increment() })
     }
 
     /// The bound client port (after ``start()``).

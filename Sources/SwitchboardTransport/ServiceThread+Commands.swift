@@ -34,6 +34,7 @@ extension ServiceThread {
         case .close(_, let code, let reason):
             guard connection.kind == .webSocket, connection.pendingClose == nil else { return }
             connection.pendingClose = (code, reason)
+            onClose?(code)
             if reason == Mailbox.overflowReason {
                 let dropped = connection.outbox.reduce(0) { $0 + $1.bytes.count }
                 connection.outbox.removeAll()

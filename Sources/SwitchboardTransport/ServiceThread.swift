@@ -25,7 +25,8 @@ final class ServiceThread: @unchecked Sendable {
     private var protocols: UnsafeMutablePointer<lws_protocols>?
     private var retryPolicy: UnsafeMutablePointer<lws_retry_bo_t>?
     private var foreignLoops: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
-    private var vhostNames: [UnsafeMutablePointer<CChar>] = []
+    /// C strings lws keeps pointers to for as long as the context lives (vhost names, ALPN).
+    private var ownedCStrings: [UnsafeMutablePointer<CChar>] = []
 
     var connections: [ConnectionID: LWSConnection] = [:]
     var connectionsByWSI: [OpaquePointer: LWSConnection] = [:]
@@ -188,7 +189,7 @@ final class ServiceThread: @unchecked Sendable {
         info.timeout_secs = handshake
         info.timeout_secs_ah_idle = handshake
         let name = strdup("\(listener.role.rawValue)-\(index)")!
-        vhostNames.append(name)
+        ownedCStrings.append(name)
         info.vhost_name = UnsafePointer(name)
         var certificate: UnsafeMutablePointer<CChar>?
         var privateKey: UnsafeMutablePointer<CChar>?
@@ -202,7 +203,9 @@ final class ServiceThread: @unchecked Sendable {
             info.ssl_cert_filepath = UnsafePointer(certificate)
             info.ssl_private_key_filepath = UnsafePointer(privateKey)
             info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
-            info.alpn = UnsafePointer(strdup("http/1.1"))
+            let alpn = strdup("http/1.1")!  // lws keeps the pointer, not a copy
+            ownedCStrings.append(alpn)
+            info.alpn = UnsafePointer(alpn)
         }
         guard let vhost = lws_create_vhost(context, &info) else {
             throw TransportError("libwebsockets could not create the \(listener.role.rawValue) vhost (check the TLS certificate and key)")
@@ -235,8 +238,8 @@ final class ServiceThread: @unchecked Sendable {
         }
         retryPolicy?.deallocate()
         foreignLoops?.deallocate()
-        for name in vhostNames { free(name) }
-        vhostNames = []
+        for string in ownedCStrings { free(string) }
+        ownedCStrings = []
         for listener in listeners where listener.vhost == nil { _ = sb_close(listener.fd) }
     }
 

@@ -25,7 +25,7 @@ struct Token: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.load()
-        guard let lifetime = Self.duration(ttl) else { throw ValidationError("--ttl: expected e.g. 3600, 90s, 30m, 1h or 7d") }
+        guard let lifetime = Self.duration(ttl) else { throw ValidationError("--ttl: expected e.g. 3600, 90s, 30m, 1h or 7d (at most 30d)") }
         guard let service = await JWTTokenService(configuration: configuration.auth) else {
             throw ValidationError("no API secret: set auth.api_secret, auth.api_secret_file or SWITCHBOARD_AUTH_API_SECRET")
         }
@@ -42,6 +42,7 @@ struct Token: AsyncParsableCommand {
         let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         if let seconds = Int64(text) { return .seconds(seconds) }
         guard let unit = text.last, let factor = units[unit], let value = Int64(text.dropLast()) else { return nil }
-        return .seconds(value * factor)
+        let (seconds, overflow) = value.multipliedReportingOverflow(by: factor)
+        return overflow ? nil : .seconds(seconds)
     }
 }

@@ -80,6 +80,10 @@ final class CallLimitsTests: XCTestCase {
         let blocked = try WebSocketTestClient.connect(port: daemon.port, path: "/v1/connect?token=\(token)")
         XCTAssertEqual(error(try blocked.nextJSON()), "rate_limited", "even a good token waits until the address cools down")
         XCTAssertEqual(try blocked.awaitClose(), 1013)
+        // Call-protocol closes are counted with the others.
+        let metrics = try daemon.admin("GET", "/metrics", token: TestDaemon.callAdminToken).text
+        XCTAssertTrue(metrics.contains(#"switchboard_closes_total{code="4001"} 3"#), metrics)
+        XCTAssertTrue(metrics.contains(#"switchboard_closes_total{code="1013"} 1"#), metrics)
     }
 
     /// A genuine token that keeps failing (expired) locks out its user at the address, not the

@@ -294,6 +294,16 @@ def test_a_token_from_the_cli_opens_a_signed_peerjs_id(tmp_path: Path) -> None:
         daemon.stop()
 
 
+def test_an_absurd_ttl_is_a_clear_error_not_a_crash() -> None:
+    env = {**_clean_env(), "SWITCHBOARD_AUTH_API_SECRET": "x" * 40}
+    for ttl in ["999999999999999d", "9223372036854775807h", "31d", "0", "-5m"]:
+        result = subprocess.run(
+            [str(_daemon_binary()), "token", "--user", "a", "--ttl", ttl], env=env, capture_output=True, text=True, timeout=30,
+        )
+        assert result.returncode not in (0, -4, -5, -6, 132, 133, 134), (ttl, result.returncode, result.stderr)  # no trap
+        assert "ttl" in result.stderr.lower(), (ttl, result.stderr)
+
+
 def test_the_token_command_needs_an_api_secret() -> None:
     result = subprocess.run(
         [str(_daemon_binary()), "token", "--user", "a"], env=_clean_env(), capture_output=True, text=True, timeout=30,

@@ -11,6 +11,23 @@ TEST_PACKAGES=(openssl python3 python3-venv python3-pip curl procps)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
+# The client port `switchboard serve ARGS…` will use: the last --port N (or --port=N) among the
+# arguments, else SWITCHBOARD_SERVER_PORT, else the config file's, else 9000.
+serve_port() {
+    local config="$1" port="" previous=""
+    shift
+    for arg in "$@"; do
+        case "$arg" in
+        --port=*) port="${arg#--port=}" ;;
+        *) [[ "$previous" == --port ]] && port="$arg" ;;
+        esac
+        previous="$arg"
+    done
+    [[ -n "$port" ]] || port="${SWITCHBOARD_SERVER_PORT:-}"
+    [[ -n "$port" || ! -r "$config" ]] || port=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$config" | head -1)
+    echo "${port:-9000}"
+}
+
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
         log "need root to run: $*"; return 1
