@@ -34,6 +34,12 @@ struct OfflineQueues: Sendable {
         totalBytes += entry.frame.count
     }
 
+    /// Whether anything from `sender` waits for `destination` (at most the per-destination bound
+    /// of entries to look at).
+    func holds(from sender: PeerID, for destination: String) -> Bool {
+        byDestination[destination]?.contains { $0.sender == sender } ?? false
+    }
+
     /// Removes and returns everything queued for `destination`, oldest first.
     mutating func drain(_ destination: String) -> Deque<Entry> {
         guard let entries = byDestination.removeValue(forKey: destination) else { return [] }

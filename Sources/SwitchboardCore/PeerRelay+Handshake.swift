@@ -49,6 +49,7 @@ extension PeerRelay {
         sockets[connection]?.peer = id
         if configuration.requireSignedIDs { sockets[connection]?.tokenExpiresAt = tokenExpiresAt }
         effects.append(.send(connection, PeerJSOutbound.open, receipt: nil))
+        expiryNotices.arrived(id.rawValue)
         for entry in queues.drain(id.rawValue) {
             effects.append(.send(connection, entry.frame, receipt: nil))
             stats.deliveredFromQueue += 1

@@ -60,6 +60,9 @@ extension PeerRelay {
             return
         }
         let frame = PeerJSOutbound.relay(message, from: sender, to: destination)
+        // A new attempt (nothing of this sender's still waiting for the destination) is told
+        // anew when it expires; the rest of one attempt (trickled candidates) is not.
+        if !queues.holds(from: sender, for: destination) { expiryNotices.forget(sender, about: destination) }
         do {
             try queues.enqueue(.init(sender: sender, frame: frame, queuedAt: now), for: destination, limits: configuration)
             stats.queued += 1

@@ -1,6 +1,6 @@
 extension PeerRelay {
     /// Periodic sweep: expires queued messages older than `expire_timeout` (one EXPIRE per
-    /// sender and destination), closes sockets silent past `alive_timeout`, and (signed ids)
+    /// sender and destination while the destination stays away, across sweeps), closes sockets silent past `alive_timeout`, and (signed ids)
     /// sockets whose token has expired.
     public mutating func tick(now: MonotonicTime, into effects: inout [RelayEffect]) {
         expireQueuedMessages(now: now, into: &effects)
@@ -12,9 +12,12 @@ extension PeerRelay {
         let expired = queues.removeExpired(queuedAtOrBefore: deadline)
         guard !expired.isEmpty else { return }
         stats.expired += expired.count
-        var notified = Set<ExpiryPair>()
         for (destination, entry) in expired {
-            guard notified.insert(ExpiryPair(sender: entry.sender, destination: destination)).inserted else { continue }
+            // A browser's OFFER and its trickled CANDIDATEs expire in different sweeps: the
+            // sender's socket hears of the absent destination once.
+            guard let holder = registrations[entry.sender]?.connection,
+                expiryNotices.shouldTell(entry.sender, on: holder, about: destination, isCurrent: { registrations[$0]?.connection == $1 })
+            else { continue }
             stats.expireNotices += 1
             sendExpire(offlinePeer: destination, to: entry.sender, into: &effects)
         }
@@ -40,9 +43,4 @@ extension PeerRelay {
             }
         }
     }
-}
-
-private struct ExpiryPair: Hashable {
-    let sender: PeerID
-    let destination: String
 }

@@ -29,6 +29,8 @@ public struct PeerRelay: Sendable {
     var registrations: [PeerID: Registration] = [:]
     var sockets: [ConnectionID: Socket] = [:]
     var queues = OfflineQueues()
+    /// Senders already told (EXPIRE) that a destination is unreachable.
+    var expiryNotices = ExpiryNotices()
 
     /// An empty relay.
     public init(configuration: RelayConfiguration) {

@@ -61,10 +61,56 @@ final class PeerRelayOfflineQueueTests: XCTestCase {
         harness.at(milliseconds: 7999)
         XCTAssertEqual(harness.tick(), [])
         harness.at(milliseconds: 8001)
-        XCTAssertEqual(harness.tick(), ["send a \(expireFrame(offline: "x", sender: "a"))"])
+        XCTAssertEqual(harness.tick(), [], "a was told once already, and x is still away")
         XCTAssertEqual(harness.relay.queueDepth.messages, 0)
         XCTAssertEqual(harness.relay.stats.expired, 2)
-        XCTAssertEqual(harness.relay.stats.expireNotices, 2)
+        XCTAssertEqual(harness.relay.stats.expireNotices, 1)
+    }
+
+    /// A browser trickles CANDIDATEs ~100 ms after its OFFER: they expire in the next sweep, and
+    /// the PeerJS client must not get a second `peer-unavailable`.
+    func test_trickledCandidatesExpiringInALaterSweepSendNoSecondExpire() {
+        let harness = RelayHarness()
+        let a = harness.connect("a")
+        harness.receive(a, frame("OFFER", to: "x"))
+        harness.at(milliseconds: 100)
+        harness.receive(a, frame("CANDIDATE", to: "x"))
+        harness.at(milliseconds: 5050)
+        XCTAssertEqual(harness.tick(), ["send a \(expireFrame(offline: "x", sender: "a"))"])
+        harness.at(milliseconds: 5150)
+        XCTAssertEqual(harness.tick(), [])
+        XCTAssertEqual(harness.relay.stats.expired, 2)
+        XCTAssertEqual(harness.relay.stats.expireNotices, 1)
+        harness.at(milliseconds: 30_000)
+        harness.receive(a, frame("OFFER", to: "x"))  // a new call attempt much later: x is still away
+        harness.at(milliseconds: 35_001)
+        XCTAssertEqual(harness.tick(), ["send a \(expireFrame(offline: "x", sender: "a"))"], "a new attempt hears of it")
+    }
+
+    func test_aPairIsToldAgainOnceTheDestinationHasComeAndGone() {
+        let harness = RelayHarness()
+        let a = harness.connect("a")
+        harness.receive(a, frame("OFFER", to: "x"))
+        harness.at(milliseconds: 5001)
+        XCTAssertEqual(harness.tick().count, 1)
+        let x = harness.connect("x")
+        harness.close(x)
+        harness.receive(a, frame("OFFER", to: "x"))
+        harness.at(milliseconds: 10_002)
+        XCTAssertEqual(harness.tick(), ["send a \(expireFrame(offline: "x", sender: "a"))"])
+    }
+
+    func test_aNewSocketForTheSendersIdIsToldAgain() {
+        let harness = RelayHarness()
+        let a = harness.connect("a", token: "t1")
+        harness.receive(a, frame("OFFER", to: "x"))
+        harness.at(milliseconds: 5001)
+        XCTAssertEqual(harness.tick().count, 1)
+        harness.close(a)
+        let again = harness.connect("a", token: "t2", label: "a2")
+        harness.receive(again, frame("OFFER", to: "x"))
+        harness.at(milliseconds: 10_002)
+        XCTAssertEqual(harness.tick(), ["send a2 \(expireFrame(offline: "x", sender: "a"))"])
     }
 
     func test_aYoungerMessageIsStillDeliveredAfterAnOlderOneExpired() {
