@@ -52,8 +52,12 @@ extension CallHub {
 
     /// Loads calls the frames touch that are not in memory (ended, or evicted) from the store.
     private func preload(_ frames: [Result<ClientFrame, ClientFrame.ParseFailure>?]) {
-        for case let frame? in frames {
-            guard let cid = gateway.needsLoad(frame) else { continue }
+        preload(frames.compactMap { $0.flatMap(gateway.needsLoad) })
+    }
+
+    /// Loads these calls from the store into the gateway.
+    private func preload(_ cids: [CallCID]) {
+        for cid in cids where !gateway.holds(cid) {
             do {
                 if let (record, members) = try store.loadCall(cid) { gateway.adopt(record, members: members) }
             } catch {
@@ -143,6 +147,8 @@ extension CallHub {
                 namedUser = await verifier.namedUser(ofRefused: check.token)
             }
             queue.async { [namedUser] in
+                // Frames that waited behind the check touch calls that may have left memory.
+                self.preload(self.gateway.callsToLoad(queuedOn: check.socket))
                 let placer = self.placer
                 self.batch { gateway, output, now in
                     gateway.tokenChecked(

@@ -15,6 +15,22 @@ private struct NameVerifier: TokenVerifier {
     }
 }
 
+/// A verifier that answers (the token is the user id) only once the test opens its gate.
+private final class GatedVerifier: TokenVerifier, @unchecked Sendable {
+    let expiresAt: Date
+    let gate = DispatchSemaphore(value: 0)
+    init(expiresAt: Date) { self.expiresAt = expiresAt }
+    func verify(_ token: String) async throws(SwitchboardError) -> UserToken {
+        await withCheckedContinuation { done in
+            DispatchQueue.global().async {
+                self.gate.wait()
+                done.resume()
+            }
+        }
+        return UserToken(userID: token, issuedAt: expiresAt.addingTimeInterval(-3600), expiresAt: expiresAt)
+    }
+}
+
 /// No SFUs: calls are peer-to-peer.
 private struct NoPlacer: CallPlacer {
     func place(_ cid: CallCID, participants: [LocationHint]) throws(SwitchboardError) -> SFUAssignment? { nil }
@@ -46,12 +62,12 @@ final class CallHubTests: XCTestCase {
 
     private let ids = IDCounter()
 
-    private func makeHub() throws -> CallHub {
+    private func makeHub(verifier: (any TokenVerifier)? = nil) throws -> CallHub {
         let clock = self.clock
         let ids = self.ids
         let hub = CallHub(
             queue: DispatchQueue(label: "test.calls"), configuration: CallConfiguration(), store: store, placer: NoPlacer(),
-            tokenVerifier: NameVerifier(expiresAt: clock.now.addingTimeInterval(3600)), wallClock: { clock.now },
+            tokenVerifier: verifier ?? NameVerifier(expiresAt: clock.now.addingTimeInterval(3600)), wallClock: { clock.now },
             newID: { ids.next() }, logger: logger)
         try hub.start(transport: transport)
         return hub
@@ -145,5 +161,38 @@ final class CallHubTests: XCTestCase {
         XCTAssertEqual(sessions.first?.leftReason, "connection_lost")
         let call = try XCTUnwrap(store.loadCall(CallCID(type: "ringing", id: "r")!)).call
         XCTAssertEqual(call.endedReason, .initiatorLeft, "the initiator's session left, so the ringing call ended")
+    }
+
+    /// Frames pipelined behind the auth frame wait for the token check; when they run, the calls
+    /// they touch are loaded from the store first, as for any other frame. (Loaded only when
+    /// they arrived, an ended call was evicted again by a tick while the check ran, and the
+    /// queued join read `call_not_found`.)
+    func test_framesPipelinedBehindAuthSeeCallsThatAreOnlyInTheStore() throws {
+        let first = try makeHub()
+        let alice = connect(first, "alice")
+        feed(first, [message(alice, #"{"id":1,"type":"call.join","data":{"type":"default","id":"kept","create":true}}"#)])
+        feed(first, [message(alice, #"{"id":2,"type":"call.end","data":{"type":"default","id":"kept"}}"#)])
+        first.stop()
+        XCTAssertNotNil(try store.loadCall(CallCID(type: "default", id: "kept")!), "the ended call is in the store")
+
+        clock.advance(CallEngine.endedRetention + 1)
+        let verifier = GatedVerifier(expiresAt: clock.now.addingTimeInterval(3600))
+        let second = try makeHub(verifier: verifier)
+        XCTAssertNil(second.withGateway { $0.engine.call(CallCID(type: "default", id: "kept")!) }, "ended calls are not restored")
+        _ = transport.drain()
+        let bob = socket()
+        feed(second, [
+            .opened(bob, WebSocketUpgrade(path: "/v1/connect")),
+            message(bob, #"{"id":"a","type":"auth","token":"bob"}"#),
+            message(bob, #"{"id":"j","type":"call.join","data":{"type":"default","id":"kept"}}"#),
+        ])
+        second.tickNow()  // while the token check runs
+        verifier.gate.signal()
+        let sent = transport.waitForCommands(count: 2)
+        let answer = try XCTUnwrap(frames(sent, to: bob).first { $0["id"] as? String == "j" })
+        XCTAssertNil(answer["error"], "not call_not_found: \(answer)")
+        let call = try XCTUnwrap((answer["data"] as? [String: Any])?["call"] as? [String: Any])
+        XCTAssertEqual(call["session"] as? Int, 2, "the ended call was reopened, not made anew")
+        XCTAssertEqual(call["created_by"] as? String, "alice")
     }
 }

@@ -66,6 +66,14 @@ extension CallGateway {
         return engine.call(cid) == nil ? cid : nil
     }
 
+    /// Calls that frames queued behind `socket`'s token check touch and that are not in memory:
+    /// the host loads them before it hands the gateway the check's answer (what it loaded when
+    /// they arrived may have been evicted meanwhile).
+    public func callsToLoad(queuedOn socket: ConnectionID) -> [CallCID] {
+        guard let waiting = pending[socket] else { return [] }
+        return waiting.queued.compactMap { needsLoad(parse($0)) }
+    }
+
     /// Sets live calls' SFUs after a restart (see ``CallEngine/restoreSFUs(_:)``).
     public mutating func restoreSFUs(_ lookup: (CallCID) -> SFUAssignment?) {
         engine.restoreSFUs(lookup)
