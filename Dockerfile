@@ -4,9 +4,13 @@
 
 FROM swift:6.2-bookworm AS build
 WORKDIR /src
+# Every directory Package.swift declares a target in (scripts/test replays this stage without
+# Docker: scripts/docker-build-stage).
 COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
+COPY Fuzz ./Fuzz
+COPY bench/placement ./bench/placement
 COPY config ./config
 COPY scripts ./scripts
 RUN scripts/build-release

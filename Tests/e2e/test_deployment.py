@@ -1,7 +1,8 @@
 """The release build and the deployment files, as CI can check them without a Docker engine.
 
-`scripts/test` builds `dist/switchboard` with `scripts/build-release` (static Swift runtime)
-before running pytest and passes its path in TEST_RELEASE_BIN.
+`scripts/test` builds `dist/switchboard` by replaying the Dockerfile's build stage
+(`scripts/docker-build-stage`, which runs `scripts/build-release`: static Swift runtime) before
+running pytest, and passes its path in TEST_RELEASE_BIN.
 """
 
 from __future__ import annotations
@@ -77,9 +78,56 @@ def test_the_systemd_unit_verifies(tmp_path: Path) -> None:
     assert result.returncode == 0 and not problems, result.stdout + result.stderr
 
 
+def test_the_dockerfile_copies_every_directory_the_manifest_declares_targets_in() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    build_stage = dockerfile.split("\nFROM ")[1]  # from the first FROM to the next
+    copied = [line.split()[1].rstrip("/") for line in build_stage.splitlines() if line.startswith("COPY ") and "--from" not in line]
+    manifest = (ROOT / "Package.swift").read_text()
+    # `path: "Fuzz/\(target.directory)"` names its fixed prefix.
+    paths = {p.split("\\(")[0].rstrip("/") for p in re.findall(r'path:\s*"([^"]+)"', manifest)} | {"Sources", "Tests"}
+    assert paths, "no target paths found in Package.swift"
+    missing = [p for p in sorted(paths) if not any(p == c or p.startswith(c + "/") for c in copied)]
+    assert not missing, f"the Dockerfile's build stage does not copy {missing} (copied: {copied})"
+
+
 def test_the_dockerfile_builds_with_the_release_script_and_checks_health() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "RUN scripts/build-release" in dockerfile
     assert "USER switchboard" in dockerfile
     assert 'VOLUME ["/var/lib/switchboard"]' in dockerfile
     assert re.search(r"HEALTHCHECK .*\n.*:8081/healthz", dockerfile), "the health check must hit the admin /healthz"
+
+
+def test_the_containers_admin_recipe_works_published_with_a_token(tmp_path: Path) -> None:
+    """README's Docker recipe for operators: admin.host 0.0.0.0 plus a token; requests with an IP
+    Host get in with the token and are refused without it."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    token = "operator-token-0123456789"
+    env = {**_env(), "SWITCHBOARD_ADMIN_HOST": "0.0.0.0", "SWITCHBOARD_ADMIN_TOKEN": token}
+    process = subprocess.Popen(
+        [str(_release_binary()), "serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", "--state-dir", str(tmp_path / "state")],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        admin_port = None
+        lines = []
+        for line in process.stdout:  # the ready line comes within a second or two; EOF if it dies
+            lines.append(line)
+            match = re.search(r"admin=http://0\.0\.0\.0:(\d+)", line)
+            if match:
+                admin_port = int(match.group(1))
+                break
+        assert admin_port, "no ready line with admin=http://0.0.0.0:<port>:\n" + "".join(lines)
+        url = f"http://127.0.0.1:{admin_port}/v1/stats"
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}), timeout=10) as answer:
+            assert answer.status == 200
+            assert json.loads(answer.read())["draining"] is False
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=10)
+        assert refused.value.code == 401
+    finally:
+        process.terminate()
+        assert process.wait(timeout=30) == 0
