@@ -15,6 +15,8 @@ public final class WebSocketTestClient {
     /// The server did not answer the upgrade with 101.
     public struct HandshakeRefused: Error, CustomStringConvertible {
         public let status: Int
+        /// The response's first line, e.g. `HTTP/1.1 404 Not Found`.
+        public let statusLine: String
         public let body: String
         public var description: String { "handshake refused with \(status): \(body)" }
     }
@@ -48,7 +50,8 @@ public final class WebSocketTestClient {
         let (head, rest) = received.splitAtHeaderEnd
         let status = HTTPTestClient.statusCode(head)
         guard status == 101 else {
-            throw HandshakeRefused(status: status, body: String(decoding: rest, as: UTF8.self))
+            let statusLine = String(decoding: head.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self)
+            throw HandshakeRefused(status: status, statusLine: statusLine, body: String(decoding: rest, as: UTF8.self))
         }
         return WebSocketTestClient(socket: socket, leftover: rest)
     }

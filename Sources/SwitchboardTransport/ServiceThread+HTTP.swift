@@ -114,11 +114,21 @@ extension ServiceThread {
         let requested = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? ""
         if requested.lowercased() == "websocket" { return 0 }
         let connection = connection(for: wsi)
-        connection.closeAfterResponse = true
         var response = SwitchboardError(.invalidRequest, "this server does not upgrade to \(LogText.escape(requested, limit: 40))").httpResponse
         response.status = 400
-        _ = writeResponse(connection, response)
+        writeClosingResponse(connection, response)
         return -1
+    }
+
+    /// Writes a whole HTTP/1.1 response (`Connection: close`) for a request lws has not treated
+    /// as HTTP yet (an upgrade): its own status line would say `HTTP/1.0`. The caller closes.
+    func writeClosingResponse(_ connection: LWSConnection, _ response: HTTPResponse) {
+        connection.closeAfterResponse = true
+        connection.response = nil
+        connection.request = nil
+        let bytes = response.closingHTTP11Bytes()
+        let start = writeBuffer.stage(bytes)
+        _ = lws_write(connection.wsi, start, bytes.count, LWS_WRITE_HTTP_HEADERS)
     }
 
     func writeResponse(_ connection: LWSConnection, _ response: HTTPResponse) -> Int32 {

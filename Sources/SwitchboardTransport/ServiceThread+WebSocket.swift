@@ -66,8 +66,13 @@ extension ServiceThread {
             return refuseUpgrade(connection, SwitchboardError(.invalidRequest, "Sec-WebSocket-Key must be 16 bytes in base64").httpResponse)
         }
         guard connection.listener.webSocketPaths.contains(path) else {
-            _ = lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST.rawValue, "no WebSocket endpoint at this path")
-            return 1
+            // 404 where WebSockets are served but not at this path; 400 where none are (admin).
+            let served = !connection.listener.webSocketPaths.isEmpty
+            var response = SwitchboardError(
+                served ? .notFound : .invalidRequest,
+                served ? "no WebSocket endpoint at \(LogText.escape(path, limit: 80))" : "this listener serves no WebSocket").httpResponse
+            response.status = served ? 404 : 400
+            return refuseUpgrade(connection, response)
         }
         let headers = LWSHeaders.headers(wsi)
         connection.upgrade = WebSocketUpgrade(
@@ -77,8 +82,7 @@ extension ServiceThread {
     }
 
     private func refuseUpgrade(_ connection: LWSConnection, _ response: HTTPResponse) -> Int32 {
-        connection.closeAfterResponse = true
-        _ = writeResponse(connection, response)
+        writeClosingResponse(connection, response)
         return 1
     }
 

@@ -55,11 +55,21 @@ final class PeerJSHandshakeTests: XCTestCase {
         XCTAssertEqual(try new.next(), .text(#"{"type":"ANSWER","src":"dave","dst":"carol","payload":2}"#), "closing the old socket must not unregister the id")
     }
 
-    func test_anUpgradeOnAnotherPathIsRefusedWith400() throws {
+    /// Strict clients (Python `websockets`) must be able to read the refusal: an HTTP/1.1 status
+    /// line and the JSON error body every other HTTP error has.
+    func test_anUpgradeOnAPathThatIsNoEndpointIsAJSON404AndOnTheAdminPortA400() throws {
         let daemon = try TestDaemon()
-        for path in ["/peerjs/", "/peerjsx", "/other"] {
-            XCTAssertThrowsError(try WebSocketTestClient.connect(port: daemon.port, path: path + "?key=peerjs&id=a&token=t")) { error in
-                XCTAssertEqual((error as? WebSocketTestClient.HandshakeRefused)?.status, 400, path)
+        let refusals: [(port: Int, path: String, status: Int, code: String)] = [
+            (daemon.port, "/peerjs/", 404, "not_found"), (daemon.port, "/peerjsx", 404, "not_found"), (daemon.port, "/", 404, "not_found"),
+            (daemon.port, "/v1/connectx", 404, "not_found"), (daemon.adminPort, "/peerjs", 400, "invalid_request"),
+        ]
+        for refusal in refusals {
+            XCTAssertThrowsError(try WebSocketTestClient.connect(port: refusal.port, path: refusal.path + "?key=peerjs&id=a&token=t")) { error in
+                guard let refused = error as? WebSocketTestClient.HandshakeRefused else { return XCTFail("\(error)") }
+                XCTAssertEqual(refused.status, refusal.status, refusal.path)
+                XCTAssertTrue(refused.statusLine.hasPrefix("HTTP/1.1 \(refusal.status) "), refused.statusLine)
+                let body = try? JSONSerialization.jsonObject(with: Data(refused.body.utf8)) as? [String: Any]
+                XCTAssertEqual((body?["error"] as? [String: Any])?["code"] as? String, refusal.code, refused.body)
             }
         }
     }
