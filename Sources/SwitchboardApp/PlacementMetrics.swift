@@ -25,7 +25,8 @@ final class PlacementMetrics: Sendable {
         heartbeats = Counter(label: "switchboard_sfu_heartbeats_total", factory: factory)
     }
 
-    /// One decision per call, counted by its first participant's source (the call's best-known).
+    /// One count per participant of a placement decision, by the source its location came from
+    /// (a decision with no participants counts once as `default`).
     func placed(_ participants: [ResolvedLocation]) {
         for participant in participants { bySource[participant.source]?.increment() }
         if participants.isEmpty { bySource[.fallback]?.increment() }

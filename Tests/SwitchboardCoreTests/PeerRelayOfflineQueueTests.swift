@@ -40,12 +40,18 @@ final class PeerRelayOfflineQueueTests: XCTestCase {
         XCTAssertEqual(harness.tick(), ["send a \(expireFrame(offline: "x", sender: "a"))"])
     }
 
-    func test_expiredMessagesAreNotDeliveredWhenTheDestinationConnectsLater() {
+    /// `a` sent an OFFER to the absent `x` and was told (one EXPIRE) at 5001 ms.
+    private func offerToAbsentXExpired() -> (RelayHarness, ConnectionID) {
         let harness = RelayHarness()
         let a = harness.connect("a")
         harness.receive(a, frame("OFFER", to: "x"))
         harness.at(milliseconds: 5001)
         XCTAssertEqual(harness.tick().count, 1)
+        return (harness, a)
+    }
+
+    func test_expiredMessagesAreNotDeliveredWhenTheDestinationConnectsLater() {
+        let (harness, _) = offerToAbsentXExpired()
         harness.connect("x")
     }
 
@@ -88,11 +94,7 @@ final class PeerRelayOfflineQueueTests: XCTestCase {
     }
 
     func test_aPairIsToldAgainOnceTheDestinationHasComeAndGone() {
-        let harness = RelayHarness()
-        let a = harness.connect("a")
-        harness.receive(a, frame("OFFER", to: "x"))
-        harness.at(milliseconds: 5001)
-        XCTAssertEqual(harness.tick().count, 1)
+        let (harness, a) = offerToAbsentXExpired()
         let x = harness.connect("x")
         harness.close(x)
         harness.receive(a, frame("OFFER", to: "x"))
