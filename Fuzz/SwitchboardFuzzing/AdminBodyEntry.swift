@@ -140,7 +140,7 @@ enum AdminBodyEntry {
         ]
         let now = t0.addingTimeInterval(10)
         let hub = CallHub(
-            queue: DispatchQueue(label: "fuzz.calls"), configuration: CallConfiguration(), store: store, placer: CallFrameEntry.Placer(),
+            queue: DispatchQueue(label: "fuzz.calls"), configuration: CallConfiguration(), store: store, placement: CallFrameEntry.Placer(),
             tokenVerifier: nil, wallClock: { now }, newID: { "fuzz-id" }, logger: Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() }))
         do {
             try store.apply(seed)

@@ -26,8 +26,14 @@ enum CallFrameEntry {
     }
 
     /// The placer: peer-to-peer, except call ids starting `sfu` (an SFU) or `nosfu` (none available).
-    struct Placer: CallPlacer {
-        func place(_ cid: CallCID, participants: [LocationHint]) throws(SwitchboardError) -> SFUAssignment? {
+    struct Placer: CallPlacer, PlacementSource {
+        func placer() -> any CallPlacer { self }
+        func current(_ cid: CallCID) -> SFUAssignment? { nil }
+        func committed(placed: [PlacementRecord], released: [CallCID], refusals: [PlacementCandidate.Rejection?]) {}
+
+        func place(
+            _ cid: CallCID, participants: [LocationHint], current: SFUAssignment?, now: Date, out: inout CallOutput
+        ) throws(SwitchboardError) -> SFUAssignment? {
             if cid.id.hasPrefix("nosfu") { throw SwitchboardError(.noSFUAvailable, "no SFU") }
             return cid.id.hasPrefix("sfu") ? SFUAssignment(id: "sfu-1", url: "wss://sfu-1.example/ws", region: "fra") : nil
         }

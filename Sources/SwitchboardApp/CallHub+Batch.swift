@@ -8,15 +8,17 @@ extension CallHub {
         process(events)
     }
 
-    /// Handles a batch of `/v1/connect` socket events with one commit.
+    /// Handles a batch of `/v1/connect` socket events with one commit, then gives their
+    /// inbound credit back to the transport.
     func process(_ events: [TransportEvent]) {
         dispatchPrecondition(condition: .onQueue(queue))
+        defer { transport?.processed(events) }
         let parsed = events.map { event -> Result<ClientFrame, ClientFrame.ParseFailure>? in
             guard case .message(_, let bytes, _) = event else { return nil }
             return gateway.parse(bytes)
         }
         preload(parsed)
-        let placer = self.placer
+        let placer = placement.placer()
         let newID = self.newID
         batch { gateway, output, now in
             for (event, frame) in zip(events, parsed) {
@@ -104,6 +106,9 @@ extension CallHub {
             snapshot = nil
         }
         let orphaned = gateway.rollBack(output, snapshot: snapshot)
+        // The batch's placements never reached the directory: calls keep the SFUs it holds.
+        let placement = self.placement
+        if snapshot != nil { gateway.restoreSFUs { placement.current($0) } }
         let failure = SwitchboardError(.unavailable, "the store did not take the change; try again")
         var commands: [OutboundCommand] = output.responded.map { .send($0.socket, CallGateway.errorFrame($0.id, failure)) }
         for case .close(let socket, let code, let reason) in output.commands { commands.append(.close(socket, code, reason: reason)) }
@@ -114,14 +119,17 @@ extension CallHub {
         metrics.update(from: gateway)
     }
 
-    /// After the commit: send, release placements, verify tokens, count.
+    /// After the commit: send, hand placements to the directory, verify tokens, count.
     func finish(_ output: CallGatewayOutput) {
         if !output.commands.isEmpty, let transport {
             // Refused sockets (full outbox) are closed by the transport with 1008; their client
             // connections keep their events for a resume.
             _ = transport.submit(output.commands)
         }
-        if !output.calls.releasedPlacements.isEmpty { onCallsEnded?(output.calls.releasedPlacements) }
+        let calls = output.calls
+        if !calls.placed.isEmpty || !calls.releasedPlacements.isEmpty || !calls.placementRefusals.isEmpty {
+            placement.committed(placed: calls.placed, released: calls.releasedPlacements, refusals: calls.placementRefusals)
+        }
         for check in output.tokenChecks { verify(check) }
         metrics.record(output.calls.metrics, authFailures: output.authFailures, limited: output.limitedRequests)
         metrics.update(from: gateway)
@@ -149,7 +157,7 @@ extension CallHub {
             queue.async { [namedUser] in
                 // Frames that waited behind the check touch calls that may have left memory.
                 self.preload(self.gateway.callsToLoad(queuedOn: check.socket))
-                let placer = self.placer
+                let placer = self.placement.placer()
                 self.batch { gateway, output, now in
                     gateway.tokenChecked(
                         check.socket, purpose: check.purpose, result: result, namedUser: namedUser, placer: placer, now: now, newID: self.newID,

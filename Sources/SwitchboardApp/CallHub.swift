@@ -4,16 +4,16 @@ import Foundation
 import Logging
 import SwitchboardCore
 
-/// Runs the call protocol (`/v1/connect`) on the signaling queue: feeds socket events to the
+/// Runs the call protocol (`/v1/connect`) on a queue of its own: feeds socket events to the
 /// pure ``CallGateway``, commits what it changed to the ``CallStore`` in one transaction per
 /// batch (a group commit), and only then sends the responses and events.
 ///
-/// Invariant behind `@unchecked Sendable`: every stored `var` is touched only on `queue`, the
-/// ``SignalingHub``'s serial queue.
+/// Invariant behind `@unchecked Sendable`: every stored `var` is touched only on `queue`, a
+/// serial queue of its own (not the signaling one: a commit never holds up PeerJS relaying).
 public final class CallHub: @unchecked Sendable {
     public let queue: DispatchQueue
     let store: any CallStore
-    let placer: any CallPlacer
+    let placement: any PlacementSource
     let wallClock: @Sendable () -> Date
     let newID: @Sendable () -> String
     let logger: Logger
@@ -22,8 +22,6 @@ public final class CallHub: @unchecked Sendable {
     var tokenVerifier: (any TokenVerifier)?
     var transport: (any OutboundTransport)?
     var timer: (any DispatchSourceTimer)?
-    /// Called after a batch ended calls, with their cids (placement release).
-    var onCallsEnded: (@Sendable ([CallCID]) -> Void)?
 
     /// The wall clock rounded to milliseconds, the precision the store keeps, so state read
     /// back after a restart equals state in memory.
@@ -35,14 +33,14 @@ public final class CallHub: @unchecked Sendable {
     public static let tickInterval: DispatchTimeInterval = .milliseconds(100)
 
     public init(
-        queue: DispatchQueue, configuration: CallConfiguration, store: any CallStore, placer: any CallPlacer,
+        queue: DispatchQueue, configuration: CallConfiguration, store: any CallStore, placement: any PlacementSource,
         tokenVerifier: (any TokenVerifier)?, wallClock: @escaping @Sendable () -> Date = CallHub.millisecondClock,
         newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }, metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
         logger: Logger
     ) {
         self.queue = queue
         self.store = store
-        self.placer = placer
+        self.placement = placement
         self.tokenVerifier = tokenVerifier
         self.wallClock = wallClock
         self.newID = newID
@@ -53,15 +51,14 @@ public final class CallHub: @unchecked Sendable {
 
     /// Rebuilds live calls, ring deadlines, sessions and resumable connections from the store
     /// (sessions whose connection is unknown leave), then starts the deadline timer.
-    public func start(transport: any OutboundTransport, onCallsEnded: (@Sendable ([CallCID]) -> Void)? = nil) throws {
+    public func start(transport: any OutboundTransport) throws {
         let snapshot = try store.loadLiveState()
         try queue.sync {
             self.transport = transport
-            self.onCallsEnded = onCallsEnded
             var output = CallGatewayOutput()
             gateway.restore(snapshot, now: wallClock(), into: &output)
-            let placer = self.placer
-            gateway.restoreSFUs { placer.current($0) }
+            let placement = self.placement
+            gateway.restoreSFUs { placement.current($0) }
             try store.apply(output.mutations)
             output.calls.mutations = []
             finish(output)
@@ -82,7 +79,6 @@ public final class CallHub: @unchecked Sendable {
             timer?.cancel()
             timer = nil
             transport = nil
-            onCallsEnded = nil
         }
     }
 

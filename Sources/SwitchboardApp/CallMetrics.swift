@@ -2,7 +2,7 @@ import CoreMetrics
 import SwitchboardCore
 
 /// Call-protocol metrics: connections, live calls, rings by outcome, ring-to-answer latency,
-/// joins, auth failures by reason, commit time. Touched only on the signaling queue.
+/// joins, auth failures by reason, commit time. Touched only on the call hub's queue.
 final class CallMetrics {
     private let factory: any MetricsFactory
     private let connections: Gauge

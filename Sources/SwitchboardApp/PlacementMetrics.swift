@@ -27,16 +27,14 @@ final class PlacementMetrics: Sendable {
 
     /// One count per participant of a placement decision, by the source its location came from
     /// (a decision with no participants counts once as `default`).
-    func placed(_ participants: [ResolvedLocation]) {
-        for participant in participants { bySource[participant.source]?.increment() }
-        if participants.isEmpty { bySource[.fallback]?.increment() }
+    func placed(_ sources: [LocationSource]) {
+        for source in sources { bySource[source]?.increment() }
+        if sources.isEmpty { bySource[.fallback]?.increment() }
     }
 
-    /// Counts a failed placement by the most common rejection.
-    func failure(_ decision: PlacementDecision) {
-        let reasons = decision.candidates.compactMap(\.rejection)
-        let common = PlacementCandidate.Rejection.allCases.max { a, b in reasons.filter { $0 == a }.count < reasons.filter { $0 == b }.count }
-        failures[reasons.isEmpty ? nil : common]?.increment()
+    /// Counts a failed placement by the rejection most SFUs shared.
+    func failure(_ rejection: PlacementCandidate.Rejection?) {
+        failures[rejection]?.increment()
     }
 
     func reassigned(_ moves: [Reassignment]) {

@@ -10,25 +10,16 @@ extension SFUDirectory {
     public var isEmpty: Bool { queue.sync { records.isEmpty } }
 }
 
-/// The call engine's placement port over the ``SFUDirectory``: sticky per call, `nil` when no
-/// SFU is registered, `no_sfu_available` when none can take the call.
-public struct DirectoryPlacer: CallPlacer {
-    public let directory: SFUDirectory
-
-    public init(directory: SFUDirectory) {
-        self.directory = directory
-    }
-
-    public func place(_ cid: CallCID, participants: [LocationHint]) throws(SwitchboardError) -> SFUAssignment? {
-        guard !directory.isEmpty else { return nil }
-        let record = try directory.place(callID: cid.cid, participants: participants)
-        guard let sfu = directory.assignment(of: record.sfu) else {
-            throw SwitchboardError(.noSFUAvailable, "the SFU chosen for \(cid) left the table")
-        }
-        return sfu
-    }
+/// The call hub's placement source: a snapshot of the table per batch, the durable placement
+/// at restart, and adoption of what each batch committed.
+extension SFUDirectory: PlacementSource {
+    public func placer() -> any CallPlacer { table() }
 
     public func current(_ cid: CallCID) -> SFUAssignment? {
-        directory.placement(of: cid.cid).flatMap { directory.assignment(of: $0.sfu) }
+        queue.sync { placements[cid.cid].flatMap { records[$0.sfu] }.map { SFUAssignment(id: $0.id.rawValue, url: $0.url, region: $0.region) } }
+    }
+
+    public func committed(placed: [PlacementRecord], released: [CallCID], refusals: [PlacementCandidate.Rejection?]) {
+        adopt(placed: placed, released: released, refusals: refusals)
     }
 }

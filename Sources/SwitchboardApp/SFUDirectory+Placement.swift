@@ -2,33 +2,48 @@ import Foundation
 import SwitchboardCore
 
 extension SFUDirectory {
-    /// The call's SFU: the one it already has (sticky, unless that SFU is down or gone), or the
-    /// best for these participants, committed before it is returned.
-    public func place(callID: String, participants hints: [LocationHint]) throws(SwitchboardError) -> PlacementRecord {
-        try serially { () throws(SwitchboardError) -> PlacementRecord in
-            if let existing = placements[callID], let node = nodes[existing.sfu], node.state != .down { return existing }
-            let now = clock.now()
-            let resolved = hints.map(resolver.resolve)
-            guard let chosen = PlacementEngine.choose(participants: resolved, nodes: Array(nodes.values), now: now, policy: policy) else {
-                metrics.failure(PlacementEngine.decide(participants: resolved, nodes: Array(nodes.values), now: now, policy: policy))
-                throw SwitchboardError(.noSFUAvailable, "no SFU can take this call")
-            }
-            let record = PlacementRecord(
-                callID: callID, sfu: chosen, locations: hints, sources: resolved.map(\.source), assignedAt: wallClock(), reason: "placed")
-            do { try store.savePlacement(record) } catch { throw storeFailure(error) }
-            placements[callID] = record
-            nodes[chosen]?.pending += max(1, hints.count)
-            metrics.placed(resolved)
-            return record
-        }
+    /// The table as a batch of call requests sees it: placement over it is a pure decision
+    /// (``SFUTable``), committed in the batch's own transaction, then handed to ``adopt``.
+    public func table() -> SFUTable {
+        queue.sync { SFUTable(nodes: nodes, hasSFUs: !records.isEmpty, policy: policy, resolver: resolver, now: clock.now()) }
     }
 
-    /// The call ended: its placement is forgotten.
-    public func release(callID: String) throws(SwitchboardError) {
-        try serially { () throws(SwitchboardError) in
-            guard placements[callID] != nil else { return }
-            do { try store.deletePlacement(callID: callID) } catch { throw storeFailure(error) }
-            placements[callID] = nil
+    /// A batch committed: its new placements count as pending load until the SFU's next
+    /// heartbeat, ended calls' placements go, refusals are counted. Asynchronous, on the
+    /// directory's queue: any read through the directory after this call sees it.
+    public func adopt(placed: [PlacementRecord], released: [CallCID], refusals: [PlacementCandidate.Rejection?] = []) {
+        queue.async { [self] in adoptOnQueue(placed: placed, released: released, refusals: refusals) }
+    }
+
+    private func adoptOnQueue(placed: [PlacementRecord], released: [CallCID], refusals: [PlacementCandidate.Rejection?]) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        for record in placed {
+            placements[record.callID] = record
+            nodes[record.sfu]?.pending += max(1, record.locations.count)
+            metrics.placed(record.sources)
+        }
+        for cid in released { placements[cid.cid] = nil }
+        for rejection in refusals { metrics.failure(rejection) }
+    }
+
+    /// Places one call outside a call batch (tools and tests): the same decision over
+    /// ``table()``, `commit` writes the placement in one transaction, then the directory
+    /// adopts it. Returns the call's placement, new or kept.
+    public func place(
+        callID: String, participants hints: [LocationHint], commit: ([CallMutation]) throws -> Void
+    ) throws(SwitchboardError) -> PlacementRecord {
+        let snapshot = table()
+        let current = queue.sync { placements[callID] }
+        switch snapshot.decide(callID: callID, participants: hints, current: current?.sfu, earlier: [], at: wallClock()) {
+        case .kept:
+            return current!
+        case .placed(let record, _):
+            do { try commit([.savePlacement(record)]) } catch { throw storeFailure(error) }
+            queue.sync { adoptOnQueue(placed: [record], released: [], refusals: []) }
+            return record
+        case .refused(let rejection):
+            queue.sync { adoptOnQueue(placed: [], released: [], refusals: [rejection]) }
+            throw SwitchboardError(.noSFUAvailable, "no SFU can take this call")
         }
     }
 

@@ -131,11 +131,11 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
         queue.sync { echoPath = path }
     }
 
-    /// Serves the call protocol on `path` (same listener as PeerJS) through `calls`, which
-    /// must run on this hub's queue.
+    /// Serves the call protocol on `path` (same listener as PeerJS) through `calls`. The call
+    /// hub runs on its own queue: the hub hands it each batch's call events in order and
+    /// goes on relaying while the call hub commits.
     public func attach(calls: CallHub, path: String) {
         queue.sync {
-            precondition(calls.queue === queue, "the call hub must share the signaling queue")
             self.calls = calls
             self.connectPath = path
         }
@@ -148,12 +148,15 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
         var effects: [RelayEffect] = []
         var responses: [OutboundCommand] = []
         let (peerEvents, callEvents) = partition(echoed(admitted(events, now: now, refusals: &responses), into: &responses))
-        if !callEvents.isEmpty { calls?.process(callEvents) }
+        if !callEvents.isEmpty, let calls {
+            // The call hub gives the inbound credit of its frames back once it handled them.
+            calls.queue.async { calls.process(callEvents) }
+        }
         for event in peerEvents {
             handle(event, now: now, effects: &effects, responses: &responses)
         }
         execute(effects, plus: responses, now: now)
-        transport?.processed(events)
+        transport?.processed(callEvents.isEmpty ? events : Self.messages(of: events, notOn: callEvents))
         metrics.update(from: relay)
         metrics.batchDuration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds)
     }
@@ -200,6 +203,17 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
                 return true
             }
             return false
+        }
+    }
+
+    /// The messages of `events` on sockets other than those of `callEvents` (a socket speaks
+    /// one protocol, so its messages are all in one or the other).
+    private static func messages(of events: [TransportEvent], notOn callEvents: [TransportEvent]) -> [TransportEvent] {
+        var callSockets = Set<ConnectionID>()
+        for case .message(let socket, _, _) in callEvents { callSockets.insert(socket) }
+        return events.filter { event in
+            guard case .message(let socket, _, _) = event else { return false }
+            return !callSockets.contains(socket)
         }
     }
 

@@ -28,7 +28,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     private let lock = NSLock()
     private var started = false
     private var stopped = false
-    private var store: SQLiteStore?
+    /// The SQLite store (after ``start()``).
+    public private(set) var store: SQLiteStore?
     private var stateLock: ProcessLock?
     /// How long a service thread's loop may go without turning before `/readyz` fails (a
     /// healthy loop turns at least every 100 ms).
@@ -210,20 +211,14 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         logger.notice("stopped")
     }
 
-    /// Builds the call hub on the signaling queue, rebuilds call state from the store and
-    /// attaches it to `connect.path`.
+    /// Builds the call hub on a queue of its own (a commit never holds up PeerJS relaying),
+    /// rebuilds call state from the store and attaches it to `connect.path`.
     private func startCalls(store: SQLiteStore, directory: SFUDirectory, tokens: JWTTokenService?, factory: any MetricsFactory) throws -> CallHub? {
         guard let path = configuration.connectPath else { return nil }
         let calls = CallHub(
-            queue: hub.queue, configuration: configuration.calls, store: store, placer: DirectoryPlacer(directory: directory), tokenVerifier: tokens,
-            metricsFactory: factory, logger: logger)
-        try calls.start(transport: transport) { [logger] ended in
-            DispatchQueue.global().async {
-                for cid in ended {
-                    do { try directory.release(callID: cid.cid) } catch { logger.warning("placement release failed", metadata: ["call.cid": "\(cid)", "error": "\(error)"]) }
-                }
-            }
-        }
+            queue: DispatchQueue(label: "switchboard.calls"), configuration: configuration.calls, store: store, placement: directory,
+            tokenVerifier: tokens, metricsFactory: factory, logger: logger)
+        try calls.start(transport: transport)
         hub.attach(calls: calls, path: path)
         return calls
     }

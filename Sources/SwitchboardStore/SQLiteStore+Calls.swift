@@ -8,6 +8,7 @@ import SwitchboardCore
 extension SQLiteStore: CallStore {
     public func apply(_ mutations: [CallMutation]) throws {
         try Self.storeErrors {
+            try CallMutation.validate(mutations)
             try pool.write { db in
                 for mutation in mutations { try Self.apply(mutation, db) }
             }
@@ -66,9 +67,6 @@ extension SQLiteStore: CallStore {
     // MARK: - Writes
 
     private static func apply(_ mutation: CallMutation, _ db: Database) throws {
-        if let field = mutation.textFieldWithNUL {
-            throw SwitchboardError(.invalidRequest, "call store: \(field) must not contain NUL characters")
-        }
         switch mutation {
         case .saveCall(let call): try upsert(call, db)
         case .saveMember(let member): try upsert(member, db)
@@ -78,6 +76,9 @@ extension SQLiteStore: CallStore {
         case .saveConnection(let connection): try upsert(connection, db)
         case .deleteConnection(let id):
             try db.cachedStatement(sql: "DELETE FROM client_connection WHERE id = ?").execute(arguments: [id.rawValue])
+        case .savePlacement(let placement): try upsert(placement, db)
+        case .deletePlacement(let cid):
+            try db.cachedStatement(sql: "DELETE FROM call_placement WHERE call_id = ?").execute(arguments: [cid.cid])
         }
     }
 
@@ -153,26 +154,6 @@ extension SQLiteStore: CallStore {
             throw error
         } catch {
             throw SwitchboardError(.unavailable, "call store: \(error)")
-        }
-    }
-}
-
-extension CallMutation {
-    /// The name of a free-text field holding a NUL character, which SQLite text would cut
-    /// short on reading; `nil` when there is none. Ids, user ids and JSON never hold raw NULs.
-    var textFieldWithNUL: String? {
-        func nul(_ text: String?) -> Bool { text?.utf8.contains(0) ?? false }
-        switch self {
-        case .saveCall, .saveMember: return nil
-        case .saveSession(let session):
-            if nul(session.sessionID.rawValue) { return "session_id" }
-            if nul(session.connection.rawValue) { return "connection_id" }
-            return nul(session.leftReason) ? "left_reason" : nil
-        case .appendEvent(let event): return nul(event.type) ? "event type" : nil
-        case .saveConnection(let connection):
-            if nul(connection.id.rawValue) { return "connection id" }
-            return nul(connection.resumeToken) ? "resume_token" : nil
-        case .deleteConnection: return nil
         }
     }
 }

@@ -21,14 +21,6 @@ extension SQLiteStore: SFUStore {
         }
     }
 
-    public func savePlacement(_ record: PlacementRecord) throws {
-        try pool.write { db in try Self.upsert(record, db) }
-    }
-
-    public func deletePlacement(callID: String) throws {
-        try pool.write { db in try db.execute(sql: "DELETE FROM call_placement WHERE call_id = ?", arguments: [callID]) }
-    }
-
     public func replaceRegions(_ regions: RegionTable) throws {
         try pool.write { db in
             try db.execute(sql: "DELETE FROM region")
@@ -67,7 +59,7 @@ extension SQLiteStore: SFUStore {
             ])
     }
 
-    private static func upsert(_ record: PlacementRecord, _ db: Database) throws {
+    static func upsert(_ record: PlacementRecord, _ db: Database) throws {
         let locations = String(decoding: try JSONEncoder().encode(record.locations), as: UTF8.self)
         try db.execute(
             sql: """

@@ -4,9 +4,9 @@ import SwitchboardCore
 
 /// The SQLite store, through GRDB: a WAL-mode `DatabasePool` in the state directory.
 ///
-/// Writes run on GRDB's writer queue (the call hub waits for its batch's commit from the
-/// signaling queue, ADR 0006; checkpoints run on a connection of their own); every method that returns
-/// after a write has committed it.
+/// Writes run on GRDB's writer queue (the call hub waits for its batch's commit from its own
+/// call queue, ADR 0006; checkpoints run on a connection of their own); every method that
+/// returns after a write has committed it.
 public final class SQLiteStore: Sendable {
     /// The configuration it was opened with.
     public let configuration: StoreConfiguration

@@ -12,6 +12,7 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
     private var sessions: [SessionID: SessionRecord] = [:]
     private var events: [CallCID: [CallEventRecord]] = [:]
     private var connections: [ClientConnectionID: ConnectionRecord] = [:]
+    private var placements: [CallCID: PlacementRecord] = [:]
     private var failNext = false
     private var failAll = false
     private var applied: [[CallMutation]] = []
@@ -42,10 +43,7 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
                 failNext = false
                 throw SwitchboardError(.unavailable, "store failure injected")
             }
-            // Validate the whole batch first, as the SQLite store rolls back on the first refusal.
-            if let field = mutations.lazy.compactMap(\.textFieldWithNUL).first {
-                throw SwitchboardError(.invalidRequest, "call store: \(field) must not contain NUL characters")
-            }
+            try CallMutation.validate(mutations)
             for mutation in mutations { commit(mutation) }
             applied.append(mutations)
         }
@@ -59,6 +57,8 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
         case .appendEvent(let event): events[event.cid, default: []].append(event)
         case .saveConnection(let connection): connections[connection.id] = connection
         case .deleteConnection(let id): connections[id] = nil
+        case .savePlacement(let placement): CallCID(cid: placement.callID).map { placements[$0] = placement }
+        case .deletePlacement(let cid): placements[cid] = nil
         }
     }
 
@@ -72,6 +72,9 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
                 connections: connections.values.sorted { $0.id < $1.id })
         }
     }
+
+    /// Committed placements, by call (the SQLite store keeps them in `call_placement`).
+    public var committedPlacements: [CallCID: PlacementRecord] { lock.withLock { placements } }
 
     public func loadCall(_ cid: CallCID) throws -> (call: CallRecord, members: [MemberRecord])? {
         lock.withLock { calls[cid].map { ($0, sortedMembers(cid)) } }
@@ -141,23 +144,5 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
             let nobody = UserID("cursor")
         else { throw SwitchboardError(.invalidRequest, "invalid cursor") }
         return CallRecord(cid: cid, createdBy: nobody, createdAt: Date(timeIntervalSince1970: seconds))
-    }
-}
-
-extension CallMutation {
-    /// As in the SQLite store: the free-text field holding a NUL character, if any.
-    fileprivate var textFieldWithNUL: String? {
-        func nul(_ text: String?) -> Bool { text?.utf8.contains(0) ?? false }
-        switch self {
-        case .saveCall, .saveMember, .deleteConnection: return nil
-        case .saveSession(let session):
-            if nul(session.sessionID.rawValue) { return "session_id" }
-            if nul(session.connection.rawValue) { return "connection_id" }
-            return nul(session.leftReason) ? "left_reason" : nil
-        case .appendEvent(let event): return nul(event.type) ? "event type" : nil
-        case .saveConnection(let connection):
-            if nul(connection.id.rawValue) { return "connection id" }
-            return nul(connection.resumeToken) ? "resume_token" : nil
-        }
     }
 }

@@ -22,8 +22,20 @@ public final class InMemorySFUStore: SFUStore, @unchecked Sendable {
     public func saveSFU(_ record: SFURecord) throws { try lock.withLock { try check(); sfus[record.id] = record } }
     public func deleteSFU(_ id: SFUID) throws { try lock.withLock { try check(); sfus[id] = nil } }
     public func allPlacements() throws -> [PlacementRecord] { lock.withLock { placements.values.sorted { $0.callID < $1.callID } } }
-    public func savePlacement(_ record: PlacementRecord) throws { try lock.withLock { try check(); placements[record.callID] = record } }
-    public func deletePlacement(callID: String) throws { try lock.withLock { try check(); placements[callID] = nil } }
+    /// Commits the placement mutations of a batch, standing in for the call store's placement
+    /// table (``SFUDirectory/place(callID:participants:commit:)`` in tests).
+    public func commit(_ mutations: [CallMutation]) throws {
+        try lock.withLock {
+            try check()
+            for mutation in mutations {
+                switch mutation {
+                case .savePlacement(let record): placements[record.callID] = record
+                case .deletePlacement(let cid): placements[cid.cid] = nil
+                default: break
+                }
+            }
+        }
+    }
 
     public private(set) var regionCount = 0
     public func replaceRegions(_ regions: RegionTable) throws { try lock.withLock { try check(); regionCount = regions.regions.count } }

@@ -21,7 +21,7 @@ final class AdminCallRoutesTests: XCTestCase {
         store = InMemoryCallStore()
         try store.apply(Self.seed(t0))
         hub = CallHub(
-            queue: DispatchQueue(label: "test.calls"), configuration: CallConfiguration(), store: store, placer: FixedPlacer(sfu: nil),
+            queue: DispatchQueue(label: "test.calls"), configuration: CallConfiguration(), store: store, placement: FixedPlacement(),
             tokenVerifier: nil, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
         try hub.start(transport: InMemoryTransport())
         context = InMemoryAdminContext()
@@ -322,7 +322,7 @@ final class AdminCallRoutesLiveTests: XCTestCase {
         let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         signaling = SignalingHub(relay: RelayConfiguration(), routes: PeerJSRoutes(mountPath: "/"), logger: logger)
         hub = CallHub(
-            queue: signaling.queue, configuration: CallConfiguration(), store: InMemoryCallStore(), placer: FixedPlacer(sfu: sfu),
+            queue: signaling.queue, configuration: CallConfiguration(), store: InMemoryCallStore(), placement: FixedPlacement(sfu: sfu),
             tokenVerifier: NameVerifier(), logger: logger)
         signaling.start(transport: transport)
         try hub.start(transport: transport)
@@ -392,8 +392,3 @@ struct NameVerifier: TokenVerifier {
     }
 }
 
-/// A placer that always answers the same SFU (or none: peer-to-peer).
-struct FixedPlacer: CallPlacer {
-    let sfu: SFUAssignment?
-    func place(_ cid: CallCID, participants: [LocationHint]) throws(SwitchboardError) -> SFUAssignment? { sfu }
-}

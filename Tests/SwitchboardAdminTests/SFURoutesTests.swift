@@ -85,7 +85,7 @@ final class SFURoutesTests: XCTestCase {
         _ = send("POST", "/v1/sfus", body: #"{"id":"sfu-ams","url":"wss://ams.example/ws","region":"ams","capacity":100}"#)
         _ = send("POST", "/v1/sfus/sfu-fra/heartbeat", body: #"{"load":0}"#)
         _ = send("POST", "/v1/sfus/sfu-ams/heartbeat", body: #"{"load":0}"#)
-        _ = try context.directory.place(callID: "default:x", participants: [LocationHint(region: "fra")])
+        _ = try context.directory.place(callID: "default:x", participants: [LocationHint(region: "fra")], commit: context.sfuStore.commit)
         let deleted = json(send("DELETE", "/v1/sfus/sfu-fra"))
         XCTAssertEqual(deleted["deleted"] as? String, "sfu-fra")
         let moves = deleted["reassigned"] as? [[String: Any]] ?? []

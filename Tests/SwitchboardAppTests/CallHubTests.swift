@@ -31,10 +31,6 @@ private final class GatedVerifier: TokenVerifier, @unchecked Sendable {
     }
 }
 
-/// No SFUs: calls are peer-to-peer.
-private struct NoPlacer: CallPlacer {
-    func place(_ cid: CallCID, participants: [LocationHint]) throws(SwitchboardError) -> SFUAssignment? { nil }
-}
 
 /// Sequential ids, shared by every hub of a test (a restarted hub must not reuse ids).
 private final class IDCounter: @unchecked Sendable {
@@ -66,7 +62,7 @@ final class CallHubTests: XCTestCase {
         let clock = self.clock
         let ids = self.ids
         let hub = CallHub(
-            queue: DispatchQueue(label: "test.calls"), configuration: CallConfiguration(), store: store, placer: NoPlacer(),
+            queue: DispatchQueue(label: "test.calls"), configuration: CallConfiguration(), store: store, placement: FixedPlacement(),
             tokenVerifier: verifier ?? NameVerifier(expiresAt: clock.now.addingTimeInterval(3600)), wallClock: { clock.now },
             newID: { ids.next() }, logger: logger)
         try hub.start(transport: transport)

@@ -33,9 +33,9 @@ final class SFUDirectoryTests: XCTestCase {
     func test_aCallGoesToTheNearestHealthySFUAndStaysThere() throws {
         try add("fra-1", region: "fra")
         try add("sin-1", region: "sin")
-        let first = try directory.place(callID: "c1", participants: [LocationHint(region: "muc")])
+        let first = try directory.place(callID: "c1", participants: [LocationHint(region: "muc")], commit: store.commit)
         XCTAssertEqual(first.sfu.rawValue, "fra-1")
-        let again = try directory.place(callID: "c1", participants: [LocationHint(region: "sin")])
+        let again = try directory.place(callID: "c1", participants: [LocationHint(region: "sin")], commit: store.commit)
         XCTAssertEqual(again.sfu.rawValue, "fra-1", "one SFU per call: placement is sticky")
         XCTAssertEqual(try store.allPlacements().map(\.sfu.rawValue), ["fra-1"], "committed to the store")
         XCTAssertEqual(first.sources, [.region], "the source that located each participant is recorded")
@@ -46,21 +46,21 @@ final class SFUDirectoryTests: XCTestCase {
         try add("ams-1", region: "ams", capacity: 10)
         var placed: [String: Int] = [:]
         for index in 0..<10 {
-            let record = try directory.place(callID: "c\(index)", participants: [LocationHint(region: "fra"), LocationHint(region: "fra")])
+            let record = try directory.place(callID: "c\(index)", participants: [LocationHint(region: "fra"), LocationHint(region: "fra")], commit: store.commit)
             placed[record.sfu.rawValue, default: 0] += 2
         }
         XCTAssertEqual(placed, ["fra-1": 10, "ams-1": 10])
-        XCTAssertThrowsError(try directory.place(callID: "c-over", participants: [LocationHint(region: "fra")])) { error in
+        XCTAssertThrowsError(try directory.place(callID: "c-over", participants: [LocationHint(region: "fra")], commit: store.commit)) { error in
             XCTAssertEqual((error as? SwitchboardError)?.code, .noSFUAvailable)
         }
         _ = try directory.heartbeat(SFUID("fra-1")!, load: 4, credential: "secret-secret-fra-1", isAdmin: false)
-        XCTAssertEqual(try directory.place(callID: "c-after-report", participants: [LocationHint(region: "fra")]).sfu.rawValue, "fra-1")
+        XCTAssertEqual(try directory.place(callID: "c-after-report", participants: [LocationHint(region: "fra")], commit: store.commit).sfu.rawValue, "fra-1")
     }
 
     func test_anSFUWithoutAHeartbeatForStaleAfterIsMarkedDownAndItsCallsMoveInOneTransaction() throws {
         try add("fra-1", region: "fra")
         try add("ams-1", region: "ams")
-        for index in 0..<3 { _ = try directory.place(callID: "c\(index)", participants: [LocationHint(region: "fra")]) }
+        for index in 0..<3 { _ = try directory.place(callID: "c\(index)", participants: [LocationHint(region: "fra")], commit: store.commit) }
         clock.advance(by: .seconds(6))
         _ = try directory.heartbeat(SFUID("ams-1")!, load: 0, credential: nil, isAdmin: true)
         XCTAssertEqual(directory.checkHealth(), [], "within stale_after nothing happens")
@@ -76,16 +76,16 @@ final class SFUDirectoryTests: XCTestCase {
     func test_aDrainingSFUKeepsItsCallsButTakesNoNewOnes() throws {
         try add("fra-1", region: "fra")
         try add("sin-1", region: "sin")
-        _ = try directory.place(callID: "old", participants: [LocationHint(region: "fra")])
+        _ = try directory.place(callID: "old", participants: [LocationHint(region: "fra")], commit: store.commit)
         _ = try directory.drain(SFUID("fra-1")!)
         XCTAssertEqual(directory.placement(of: "old")?.sfu.rawValue, "fra-1")
-        XCTAssertEqual(try directory.place(callID: "new", participants: [LocationHint(region: "fra")]).sfu.rawValue, "sin-1")
+        XCTAssertEqual(try directory.place(callID: "new", participants: [LocationHint(region: "fra")], commit: store.commit).sfu.rawValue, "sin-1")
     }
 
     func test_aStoreFailureIsA503AndChangesNothing() throws {
         try add("fra-1", region: "fra")
         store.setFailing(true)
-        XCTAssertThrowsError(try directory.place(callID: "c", participants: [])) { error in
+        XCTAssertThrowsError(try directory.place(callID: "c", participants: [], commit: store.commit)) { error in
             XCTAssertEqual((error as? SwitchboardError)?.code, .unavailable)
         }
         XCTAssertNil(directory.placement(of: "c"))
@@ -95,7 +95,7 @@ final class SFUDirectoryTests: XCTestCase {
 
     func test_theTableAndPlacementsAreReloadedFromTheStore() throws {
         try add("fra-1", region: "fra")
-        _ = try directory.place(callID: "c", participants: [LocationHint(region: "fra")])
+        _ = try directory.place(callID: "c", participants: [LocationHint(region: "fra")], commit: store.commit)
         directory = makeDirectory()
         XCTAssertEqual(directory.list().map(\.id), ["fra-1"])
         XCTAssertEqual(directory.placement(of: "c")?.sfu.rawValue, "fra-1")
@@ -135,7 +135,7 @@ final class SFUDirectoryTests: XCTestCase {
     func test_deletingAnSFUMovesItsCallsFirst() throws {
         try add("fra-1", region: "fra")
         try add("ams-1", region: "ams")
-        _ = try directory.place(callID: "c", participants: [LocationHint(region: "fra")])
+        _ = try directory.place(callID: "c", participants: [LocationHint(region: "fra")], commit: store.commit)
         let moves = try directory.delete(SFUID("fra-1")!)
         XCTAssertEqual(moves, [Reassignment(callID: "c", from: SFUID("fra-1")!, to: SFUID("ams-1")!)])
         XCTAssertNil(directory.get(SFUID("fra-1")!))

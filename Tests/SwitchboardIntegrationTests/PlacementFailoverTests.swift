@@ -27,9 +27,10 @@ final class PlacementFailoverTests: XCTestCase {
         XCTAssertEqual(try heartbeat(daemon, id: "sfu-fra"), 200)
         XCTAssertEqual(try heartbeat(daemon, id: "sfu-lhr"), 200)
         let directory = try XCTUnwrap(daemon.daemon.directory)
+        let store = try XCTUnwrap(daemon.daemon.store)
         let calls = (0..<50).map { "default:call-\($0)" }
         for call in calls {
-            let placed = try directory.place(callID: call, participants: [LocationHint(region: "fra"), LocationHint(latitude: 48.1, longitude: 11.6)])
+            let placed = try directory.place(callID: call, participants: [LocationHint(region: "fra"), LocationHint(latitude: 48.1, longitude: 11.6)], commit: store.apply)
             XCTAssertEqual(placed.sfu.rawValue, "sfu-fra")
         }
         // London keeps reporting over HTTP; Frankfurt has just sent its last heartbeat.
@@ -64,7 +65,7 @@ final class PlacementFailoverTests: XCTestCase {
         XCTAssertEqual(json(try daemon.admin("GET", "/v1/sfus/sfu-fra", token: token))["state"] as? String, "active")
         XCTAssertEqual(try daemon.admin("POST", "/v1/sfus/sfu-lhr/drain", token: token).status, 200)
         XCTAssertEqual(directory.placement(of: "default:call-0")?.sfu.rawValue, "sfu-lhr")
-        XCTAssertEqual(try directory.place(callID: "default:new", participants: [LocationHint(region: "lhr")]).sfu.rawValue, "sfu-fra")
+        XCTAssertEqual(try directory.place(callID: "default:new", participants: [LocationHint(region: "lhr")], commit: store.apply).sfu.rawValue, "sfu-fra")
     }
 
     func test_heartbeatsNeedTheSFUSecretOrTheAdminToken() throws {

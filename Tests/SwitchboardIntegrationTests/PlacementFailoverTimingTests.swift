@@ -14,6 +14,7 @@ final class PlacementFailoverTimingTests: XCTestCase {
         let trials = Int(ProcessInfo.processInfo.environment["BENCH_FAILOVER_TRIALS"] ?? "") ?? 3
         let daemon = try TestDaemon(["admin.token": .string(token), "placement.stale_after_ms": .int(staleAfter)])
         let directory = try XCTUnwrap(daemon.daemon.directory)
+        let store = try XCTUnwrap(daemon.daemon.store)
         for id in ["sfu-a", "sfu-b"] {
             let body = #"{"id":"\#(id)","url":"wss://\#(id).example/ws","region":"fra","capacity":100000,"secret":"secret-of-\#(id)-0123"}"#
             XCTAssertEqual(try daemon.admin("POST", "/v1/sfus", token: token, body: Array(body.utf8)).status, 201)
@@ -24,7 +25,7 @@ final class PlacementFailoverTimingTests: XCTestCase {
             for id in [dying, surviving] { XCTAssertEqual(try beat(daemon, id), 200) }
             let calls = (0..<200).map { "default:t\(trial)-\($0)" }
             for call in calls {
-                _ = try directory.place(callID: call, participants: [LocationHint(region: "fra")])
+                _ = try directory.place(callID: call, participants: [LocationHint(region: "fra")], commit: store.apply)
             }
             let onDying = calls.filter { directory.placement(of: $0)?.sfu.rawValue == dying }
             let lastBeat = ContinuousClock.now
@@ -38,7 +39,9 @@ final class PlacementFailoverTimingTests: XCTestCase {
             let elapsed = ContinuousClock.now - lastBeat
             samples.append(Double(elapsed.nanoseconds) / 1e6)
             XCTAssertLessThanOrEqual(elapsed, .milliseconds(2 * heartbeatInterval), "trial \(trial)")
-            for call in calls { try directory.release(callID: call) }
+            let ended = calls.compactMap(CallCID.init(cid:))
+            try store.apply(ended.map(CallMutation.deletePlacement))
+            directory.adopt(placed: [], released: ended)
         }
         let sorted = samples.sorted()
         let p99 = sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)]

@@ -42,9 +42,9 @@ final class SQLiteStoreSFUTests: XCTestCase {
             locations: [LocationHint(rtt: ["a": 12.5, "sfu_b": 40]), LocationHint(latitude: 1, longitude: 2), LocationHint(region: "fra", ip: "10.0.0.1")],
             sources: [.rtt, .coordinates, .region],
             assignedAt: Date(timeIntervalSince1970: 1_800_000_000), reason: "placed")
-        try store.savePlacement(placement)
+        try store.apply([.savePlacement(placement)])
         XCTAssertEqual(try store.allPlacements(), [placement])
-        try store.deletePlacement(callID: "default:c1")
+        try store.apply([.deletePlacement(CallCID(cid: "default:c1")!)])
         XCTAssertEqual(try store.allPlacements(), [])
     }
 
@@ -54,8 +54,7 @@ final class SQLiteStoreSFUTests: XCTestCase {
         let on = { (call: String, sfu: String, reason: String) in
             PlacementRecord(callID: call, sfu: SFUID(sfu)!, locations: [], assignedAt: Date(timeIntervalSince1970: 0), reason: reason)
         }
-        try store.savePlacement(on("c1", "a", "placed"))
-        try store.savePlacement(on("c2", "a", "placed"))
+        try store.apply([.savePlacement(on("c1", "a", "placed")), .savePlacement(on("c2", "a", "placed"))])
         try store.failover(down: SFUID("a")!, moves: [on("c1", "b", "failover"), on("c2", "b", "failover")])
         XCTAssertEqual(try store.allSFUs().first { $0.id.rawValue == "a" }?.state, .down)
         XCTAssertEqual(try store.allPlacements().map { "\($0.callID)@\($0.sfu)/\($0.reason)" }, ["c1@b/failover", "c2@b/failover"])

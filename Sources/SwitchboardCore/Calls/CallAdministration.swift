@@ -39,8 +39,8 @@ public struct ConnectionView: Sendable, Equatable {
     }
 }
 
-/// The admin API's port onto calls: history from the store, live actions through the
-/// signaling queue (committed before they return).
+/// The admin API's port onto calls: history from the store, live actions through the call
+/// hub's queue (committed before they return).
 public protocol CallAdministration: Sendable {
     func listCalls(_ query: CallQuery) throws(SwitchboardError) -> CallPage
     /// The stored call with its members, sessions and recent events, plus its SFU; `nil`

@@ -54,7 +54,11 @@ extension CallEngine {
             CallNotice(
                 type: "call.ended", cid: cid, data: .object(["call": ended.json, "reason": .string(reason.rawValue)]), connections: audience,
                 users: Set(ringing).union([ended.record.createdBy])))
-        out.releasedPlacements.append(cid)
+        if ended.sfu != nil {
+            calls[cid]!.sfu = nil
+            out.mutations.append(.deletePlacement(cid))
+            out.releasedPlacements.append(cid)
+        }
         out.metrics.append(.callEnded(reason))
     }
 

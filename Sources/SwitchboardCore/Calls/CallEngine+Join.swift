@@ -20,15 +20,20 @@ extension CallEngine {
             plan = try planCreate(cid, members: members, ring: ring, custom: .object([:]), by: actor, now: now)
         }
         let sfu: SFUAssignment?
+        let previous = calls[cid].flatMap { $0.record.isLive ? $0.sfu : nil }
         do throws(SwitchboardError) {
-            sfu = try placer.place(cid, participants: hints)
+            sfu = try placer.place(cid, participants: hints, current: previous, now: now, out: &out)
         } catch {
             ringBuckets = buckets  // no ring happened: give back the tokens planCreate took
             throw error
         }
         if let plan { apply(plan, by: actor, now: now, out: &out) }
         if !calls[cid]!.record.isLive { reopen(cid, now: now, out: &out) }
-        calls[cid]?.sfu = sfu
+        if let previous, let sfu, sfu != previous {
+            sfuChanged(cid, to: sfu, now: now, out: &out)  // its SFU went down before failover moved it
+        } else {
+            calls[cid]?.sfu = sfu
+        }
         if let member = calls[cid]!.members[actor.user], member.ringState == .ringing {
             markAccepted(member, in: cid, by: actor.connection, now: now, out: &out)
         }

@@ -6,7 +6,7 @@ extension CallGateway {
         _ socket: ConnectionID, purpose: TokenPurpose, result: Result<UserToken, SwitchboardError>, namedUser: String? = nil, now: Date,
         newID: () -> String, into output: inout CallGatewayOutput
     ) {
-        tokenChecked(socket, purpose: purpose, result: result, namedUser: namedUser, placer: NoSFU(), now: now, newID: newID, into: &output)
+        tokenChecked(socket, purpose: purpose, result: result, namedUser: namedUser, placer: SFUTable.none, now: now, newID: newID, into: &output)
     }
 
     /// A token check finished. On success, frames that arrived meanwhile run in order.

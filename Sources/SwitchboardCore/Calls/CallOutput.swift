@@ -1,3 +1,5 @@
+import Foundation
+
 /// Who is asking: the verified user behind a client connection, with what the token allows.
 public struct CallActor: Sendable, Equatable {
     public var user: UserID
@@ -60,13 +62,19 @@ public enum CallMetricEvent: Sendable, Equatable {
 public struct CallOutput: Sendable, Equatable {
     public var mutations: [CallMutation] = []
     public var notices: [CallNotice] = []
-    /// Calls that ended: their SFU placement can go.
+    /// Calls that ended: their SFU placement went in `mutations` and can leave the directory.
     public var releasedPlacements: [CallCID] = []
+    /// New placements, also in `mutations`: the directory adopts them after the commit.
+    public var placed: [PlacementRecord] = []
+    /// Joins refused because no SFU could take the call, by the rejection most SFUs shared.
+    public var placementRefusals: [PlacementCandidate.Rejection?] = []
     public var metrics: [CallMetricEvent] = []
 
     public init() {}
 
-    public var isEmpty: Bool { mutations.isEmpty && notices.isEmpty && releasedPlacements.isEmpty && metrics.isEmpty }
+    public var isEmpty: Bool {
+        mutations.isEmpty && notices.isEmpty && releasedPlacements.isEmpty && placed.isEmpty && placementRefusals.isEmpty && metrics.isEmpty
+    }
 }
 
 /// An SFU as a call's participants see it.
@@ -86,19 +94,23 @@ public struct SFUAssignment: Sendable, Equatable {
     }
 }
 
-/// The port through which a join gets its call's SFU. `nil` when no SFU is registered at all
-/// (calls are then peer-to-peer); `no_sfu_available` when SFUs exist but none can take it.
+/// How a join gets its call's SFU: a decision only, recorded in `out` (a
+/// ``CallMutation/savePlacement(_:)`` committed with the rest of the batch). `nil` when no SFU
+/// is defined at all (calls are then peer-to-peer); `no_sfu_available` when SFUs exist but
+/// none can take it. ``SFUTable`` is the production placer.
 public protocol CallPlacer {
-    func place(_ cid: CallCID, participants: [LocationHint]) throws(SwitchboardError) -> SFUAssignment?
-    /// The SFU the call has now, without placing it (restart rebuild).
+    /// The SFU for `cid`; `current` is the one the live call has now (sticky unless it is gone).
+    func place(
+        _ cid: CallCID, participants: [LocationHint], current: SFUAssignment?, now: Date, out: inout CallOutput
+    ) throws(SwitchboardError) -> SFUAssignment?
+}
+
+/// Where a call host gets a placer for each batch, and tells what the batch committed.
+public protocol PlacementSource: Sendable {
+    /// The placer for the next batch: a snapshot, read once per batch.
+    func placer() -> any CallPlacer
+    /// The SFU a call is placed on, from the durable placements (restart rebuild).
     func current(_ cid: CallCID) -> SFUAssignment?
-}
-
-/// Placement for frames run where no placer is at hand: peer-to-peer.
-struct NoSFU: CallPlacer {
-    func place(_ cid: CallCID, participants: [LocationHint]) throws(SwitchboardError) -> SFUAssignment? { nil }
-}
-
-extension CallPlacer {
-    public func current(_ cid: CallCID) -> SFUAssignment? { nil }
+    /// A batch committed: its placements, releases and refusals are now true.
+    func committed(placed: [PlacementRecord], released: [CallCID], refusals: [PlacementCandidate.Rejection?])
 }

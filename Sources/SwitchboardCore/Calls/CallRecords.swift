@@ -208,4 +208,8 @@ public enum CallMutation: Sendable, Equatable {
     case appendEvent(CallEventRecord)
     case saveConnection(ConnectionRecord)
     case deleteConnection(ClientConnectionID)
+    /// The call's SFU (placement keyed by the call's cid).
+    case savePlacement(PlacementRecord)
+    /// The call ended: it has no SFU any more.
+    case deletePlacement(CallCID)
 }

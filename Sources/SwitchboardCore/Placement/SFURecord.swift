@@ -63,14 +63,13 @@ public struct PlacementRecord: Sendable, Equatable, Codable {
 }
 
 /// The store port for the location table and call placements. Every method commits before
-/// returning.
+/// returning. A placement is made or dropped only by a call batch (``CallMutation``), in the
+/// batch's one transaction; this port reads placements and moves them on failover.
 public protocol SFUStore: Sendable {
     func allSFUs() throws -> [SFURecord]
     func saveSFU(_ record: SFURecord) throws
     func deleteSFU(_ id: SFUID) throws
     func allPlacements() throws -> [PlacementRecord]
-    func savePlacement(_ record: PlacementRecord) throws
-    func deletePlacement(callID: String) throws
     /// Replaces the stored region table with `regions`, in one transaction.
     func replaceRegions(_ regions: RegionTable) throws
     /// Marks `down` as down and moves every given placement, in one transaction.

@@ -50,6 +50,7 @@ final class CallEngineEndTests: XCTestCase {
         XCTAssertEqual(h.last.savedSessions.first?.leftReason, "call_ended")
         XCTAssertEqual(h.last.savedSessions.first?.leftAt, CallFixture.at(8))
         XCTAssertEqual(h.last.releasedPlacements, [ringCall])
+        XCTAssertTrue(h.last.mutations.contains(.deletePlacement(ringCall)), "the placement goes in the batch's own transaction")
         XCTAssertEqual(h.last.loggedEvents.last, "call.ended")
         XCTAssertEqual(h.last.metrics, [.ringOutcome("cancelled", answeredAfter: nil), .callEnded(.endedByUser)])
         XCTAssertEqual(result["participants"], .array([]))

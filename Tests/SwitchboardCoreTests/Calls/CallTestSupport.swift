@@ -57,10 +57,12 @@ final class SequentialIDs {
 final class FakePlacer: CallPlacer {
     var assignment: SFUAssignment? = CallFixture.sfu
     var error: SwitchboardError?
-    private(set) var requests: [(cid: CallCID, participants: [LocationHint])] = []
+    private(set) var requests: [(cid: CallCID, participants: [LocationHint], current: SFUAssignment?)] = []
 
-    func place(_ cid: CallCID, participants: [LocationHint]) throws(SwitchboardError) -> SFUAssignment? {
-        requests.append((cid, participants))
+    func place(
+        _ cid: CallCID, participants: [LocationHint], current: SFUAssignment?, now: Date, out: inout CallOutput
+    ) throws(SwitchboardError) -> SFUAssignment? {
+        requests.append((cid, participants, current))
         if let error { throw error }
         return assignment
     }
