@@ -28,6 +28,12 @@ public struct AdminRequest: Sendable {
     }
 
     /// An integer query parameter within `range`, or `fallback` when absent.
+    /// The `limit` of any list route: one rule for all (``CallQuery/limits``, default
+    /// ``CallQuery/defaultLimit``).
+    public func pageLimit() throws(SwitchboardError) -> Int {
+        try integer("limit", in: CallQuery.limits, default: CallQuery.defaultLimit)
+    }
+
     public func integer(_ name: String, in range: ClosedRange<Int>, default fallback: Int) throws(SwitchboardError) -> Int {
         guard let text = http.query[name] else { return fallback }
         guard let value = Int(text), range.contains(value) else {

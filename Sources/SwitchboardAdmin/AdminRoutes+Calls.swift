@@ -23,8 +23,6 @@ extension AdminRoutes {
         }
     }
 
-    /// The largest `limit` of `GET /v1/calls` (the store's largest page).
-    static let maximumCallPage = 500
     /// The latest time `created_from` / `created_before` take: 9999-12-31T23:59:59.999Z.
     static let latestCallTime: Int64 = 253_402_300_799_999
 
@@ -42,7 +40,7 @@ extension AdminRoutes {
     /// `GET /v1/calls`'s filters; a bad value is `invalid_request` naming its parameter.
     static func callQuery(_ request: AdminRequest) throws(SwitchboardError) -> CallQuery {
         let query = request.http.query
-        var result = CallQuery(limit: try request.integer("limit", in: 1...maximumCallPage, default: 50))
+        var result = CallQuery(limit: try request.pageLimit())
         if let state = query["state"] {
             guard let parsed = CallQuery.State(rawValue: state) else { throw SwitchboardError(.invalidRequest, "state must be live or ended") }
             result.state = parsed

@@ -57,7 +57,7 @@ extension AdminRoutes {
     }
 
     static func listSFUs(_ request: AdminRequest, _ sfus: any SFUAdministration) throws(SwitchboardError) -> HTTPResponse {
-        let limit = try request.integer("limit", in: 1...1000, default: 100)
+        let limit = try request.pageLimit()
         let all = sfus.list()
         let after = request.http.query["cursor"].map { cursor in all.filter { $0.id > cursor } } ?? all
         let page = Array(after.prefix(limit))

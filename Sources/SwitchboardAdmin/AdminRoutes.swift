@@ -42,7 +42,7 @@ public enum AdminRoutes {
     }
 
     static func peers(_ request: AdminRequest, _ context: any AdminContext) throws(SwitchboardError) -> HTTPResponse {
-        let limit = try request.integer("limit", in: 1...1000, default: 100)
+        let limit = try request.pageLimit()
         let cursor = request.http.query["cursor"]
         let all = context.peers()
         let after = cursor.map { cursor in all.filter { $0.rawValue > cursor } } ?? all
@@ -101,7 +101,7 @@ public enum AdminRoutes {
     }
 
     static func audit(_ request: AdminRequest, _ context: any AdminContext) throws(SwitchboardError) -> HTTPResponse {
-        let limit = try request.integer("limit", in: 1...1000, default: 100)
+        let limit = try request.pageLimit()
         let before = try request.http.query["cursor"].map { text throws(SwitchboardError) -> Int64 in
             guard let value = Int64(text) else { throw SwitchboardError(.invalidRequest, "cursor must be an entry id") }
             return value

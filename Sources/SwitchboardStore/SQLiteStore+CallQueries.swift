@@ -4,12 +4,9 @@ import SwitchboardCore
 
 /// Call history (`GET /v1/calls`) and the decoding of call rows.
 extension SQLiteStore {
-    /// The largest page ``listCalls(_:)`` returns.
-    static let maximumCallPage = 500
-
     public func listCalls(_ query: CallQuery) throws -> CallPage {
         let after = try query.cursor.map(Self.decodeCallCursor)
-        let limit = min(max(query.limit, 1), Self.maximumCallPage)
+        let limit = query.limit.clamped(to: CallQuery.limits)
         return try Self.storeErrors {
             try pool.read { db in
                 let (filter, arguments) = Self.callFilter(query, after: after)

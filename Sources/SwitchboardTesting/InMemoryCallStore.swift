@@ -92,7 +92,7 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
 
     public func listCalls(_ query: CallQuery) throws -> CallPage {
         let after = try query.cursor.map(Self.decodeCursor)
-        let limit = min(max(query.limit, 1), 500)
+        let limit = query.limit.clamped(to: CallQuery.limits)
         return lock.withLock {
             let matching = calls.values.filter { matches($0, query) }.sorted(by: Self.newestFirst)
             let rest = after.map { after in matching.filter { Self.newestFirst(after, $0) } } ?? matching

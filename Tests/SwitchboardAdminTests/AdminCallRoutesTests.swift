@@ -123,14 +123,23 @@ final class AdminCallRoutesTests: XCTestCase {
         XCTAssertEqual((second["calls"] as? [[String: Any]])?.compactMap { $0["cid"] as? String }, ["default:idle"])
         XCTAssertTrue(second["next_cursor"] is NSNull)
         XCTAssertEqual(cids(["limit": "2", "cursor": ""]), ["default:standup", "ringing:call-1"], "an empty cursor is the first page")
-        XCTAssertEqual(cids(["limit": "500"]).count, 4)
+        XCTAssertEqual(cids(["limit": "1000"]).count, 4)
+    }
+
+    func test_theCallHistoryTakesTheSameLimitRuleAsEveryOtherList() throws {
+        XCTAssertEqual(send("GET", "/v1/calls", query: ["limit": "1000"]).status, 200)
+        let refused = send("GET", "/v1/calls", query: ["limit": "1001"])
+        XCTAssertEqual(refused.status, 400)
+        XCTAssertTrue(String(decoding: refused.body, as: UTF8.self).contains("limit must be an integer from 1 to 1000"))
+        XCTAssertEqual(CallQuery.limits, 1...1000)
+        XCTAssertEqual(CallQuery.defaultLimit, 100)
     }
 
     func test_badQueryParametersAre400NamingTheParameter() {
         let bad: [(String, String)] = [
             ("state", "open"), ("state", ""), ("type", "a b"), ("type", ""), ("type", String(repeating: "t", count: 65)),
             ("member", ""), ("member", "a\u{1}b"), ("member", String(repeating: "m", count: 129)), ("limit", "0"),
-            ("limit", "501"), ("limit", "ten"), ("created_from", "-1"), ("created_from", "1.5"), ("created_before", "soon"),
+            ("limit", "1001"), ("limit", "ten"), ("created_from", "-1"), ("created_from", "1.5"), ("created_before", "soon"),
             ("created_before", "253402300800000"), ("cursor", "not a cursor"),
         ]
         for (name, value) in bad {

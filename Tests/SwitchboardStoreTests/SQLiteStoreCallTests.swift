@@ -292,14 +292,14 @@ final class SQLiteStoreCallTests: XCTestCase {
         XCTAssertEqual(cids(try store.listCalls(CallQuery(createdBefore: date(9), limit: 2, cursor: filtered.next))), ["default:x", "default:b"])
     }
 
-    func test_theLimitIsClampedToOneThroughFiveHundred() throws {
-        try store.apply((0..<502).map { .saveCall(call("c\($0)", at: $0)) })
+    func test_theLimitIsClampedToOneThroughOneThousand() throws {
+        try store.apply((0..<1002).map { .saveCall(call("c\($0)", at: $0)) })
         let zero = try store.listCalls(CallQuery(limit: 0))
-        XCTAssertEqual(cids(zero), ["default:c501"])
+        XCTAssertEqual(cids(zero), ["default:c1001"])
         XCTAssertNotNil(zero.next)
-        XCTAssertEqual(cids(try store.listCalls(CallQuery(limit: -5))), ["default:c501"])
+        XCTAssertEqual(cids(try store.listCalls(CallQuery(limit: -5))), ["default:c1001"])
         let huge = try store.listCalls(CallQuery(limit: 10_000))
-        XCTAssertEqual(huge.calls.count, 500)
+        XCTAssertEqual(huge.calls.count, 1000)
         XCTAssertEqual(huge.calls.last?.cid.cid, "default:c2")
         XCTAssertEqual(cids(try store.listCalls(CallQuery(limit: 10_000, cursor: huge.next))), ["default:c1", "default:c0"])
     }

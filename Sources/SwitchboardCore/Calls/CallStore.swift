@@ -19,6 +19,10 @@ public struct CallStateSnapshot: Sendable, Equatable {
 /// A filter for call history (`GET /v1/calls`).
 public struct CallQuery: Sendable, Equatable {
     public enum State: String, Sendable, Equatable { case live, ended }
+    /// The page sizes every admin list takes, `GET /v1/calls` included: one rule.
+    public static let limits = 1...1000
+    /// The page size when a list is not given one.
+    public static let defaultLimit = 100
     public var state: State?
     public var type: String?
     /// Calls this user is a member of.
@@ -86,4 +90,11 @@ public protocol CallStore: Sendable {
     func listCalls(_ query: CallQuery) throws -> CallPage
     /// A call with its members, sessions and its last `eventLimit` events.
     func callDetail(_ cid: CallCID, eventLimit: Int) throws -> CallDetail?
+}
+
+extension Comparable {
+    /// This value, moved into `range` when outside it.
+    public func clamped(to range: ClosedRange<Self>) -> Self {
+        Swift.min(Swift.max(self, range.lowerBound), range.upperBound)
+    }
 }
