@@ -43,8 +43,9 @@ extension ConfigKeySpec {
     ]
 
     static let transport: [ConfigKeySpec] = [
-        .init("transport.max_message_bytes", .int(1024...16_777_216), .int(65536), "Largest WebSocket message after reassembly; larger closes with 1009."),
-        .init("transport.outbox_bytes", .int(4096...1_073_741_824), .int(1_048_576), "Bytes waiting to be written to one socket; past that the socket is closed with 1008."),
+        .init("transport.max_message_bytes", .int(1024...16_777_216), .int(1_048_576), "Largest WebSocket message after reassembly; larger closes with 1009."),
+        .init("transport.outbox_bytes", .int(4096...1_073_741_824), .int(2_097_152), "Bytes waiting to be written to one socket; past that the socket is closed with 1008. At least max_message_bytes + 4096."),
+        .init("transport.partial_message_bytes", .int(1024...17_179_869_184), .int(67_108_864), "Bytes of partly received messages held over all sockets; a socket whose next fragment would go over is closed with 1013. At least max_message_bytes."),
         .init("transport.inbound_bytes", .int(4096...1_073_741_824), .int(1_048_576), "Bytes of messages read from one socket and not yet handled; past that the socket is not read (TCP pushes back) until half is handled."),
         .init("transport.handshake_timeout_ms", .int(1000...600_000), .int(10000), "Deadline for any connection to finish its HTTP request or WebSocket handshake, for a request body, and for keep-alive idle time; past it the connection is closed."),
         .init("transport.ping_interval_ms", .int(1000...3_600_000), .int(30000), "Silence before the server pings a WebSocket (any frame from the client counts); silent for as long again, it is dropped."),

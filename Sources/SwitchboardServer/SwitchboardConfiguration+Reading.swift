@@ -7,6 +7,9 @@ import SwitchboardStore
 import SwitchboardTransport
 
 extension SwitchboardConfiguration {
+    /// Room the outbox keeps beyond the largest message, for a relayed message's envelope.
+    static let envelopeAllowance = 4096
+
     /// Reads and validates every key. Each key is read here and nowhere else.
     init(reading values: ConfigValues) throws {
         let routes = PeerJSRoutes(mountPath: try values.string("peerjs.path"), corsOrigins: try values.strings("peerjs.cors_origins"))
@@ -39,12 +42,26 @@ extension SwitchboardConfiguration {
         let adminListener = ListenerConfiguration(
             role: .admin, host: adminHost, port: try values.int("admin.port"),
             maxRequestBodyBytes: maxBody, onEveryServiceThread: false)
+        let maxMessage = try values.int("transport.max_message_bytes")
+        let outbox = try values.int("transport.outbox_bytes")
+        // A relayed message gains its envelope (src, dst, type): the outbox must hold the
+        // largest message with room to spare, or every large message closes its receiver.
+        guard outbox >= maxMessage + Self.envelopeAllowance else {
+            throw SwitchboardError(
+                .invalidConfiguration,
+                "transport.outbox_bytes: must be at least transport.max_message_bytes + \(Self.envelopeAllowance) (\(maxMessage + Self.envelopeAllowance))")
+        }
+        let partial = try values.int("transport.partial_message_bytes")
+        guard partial >= maxMessage else {
+            throw SwitchboardError(.invalidConfiguration, "transport.partial_message_bytes: must be at least transport.max_message_bytes (\(maxMessage))")
+        }
         transport = TransportConfiguration(
             listeners: [client, adminListener],
             serviceThreads: try values.int("server.service_threads"),
-            maxMessageBytes: try values.int("transport.max_message_bytes"),
-            outboxBytes: try values.int("transport.outbox_bytes"),
+            maxMessageBytes: maxMessage,
+            outboxBytes: outbox,
             inboundBytes: try values.int("transport.inbound_bytes"),
+            partialMessageBytes: partial,
             handshakeTimeout: try values.milliseconds("transport.handshake_timeout_ms"),
             pingInterval: try values.milliseconds("transport.ping_interval_ms"),
             maxConnectionsPerAddress: try values.int("transport.max_connections_per_address"),

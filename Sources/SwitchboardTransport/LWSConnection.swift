@@ -22,6 +22,8 @@ final class LWSConnection {
     // WebSocket
     var upgrade: WebSocketUpgrade?
     var receiving: [UInt8] = []
+    /// Bytes of `receiving` taken from the shared ``PartialMessageBudget``.
+    var reservedPartial = 0
     var receivingBinary = false
     var receivingInProgress = false
     /// A message went over `max_message_bytes`: further input is dropped until the 1009 close.
@@ -46,5 +48,14 @@ final class LWSConnection {
         self.listener = listener
         self.remoteAddress = remoteAddress
         self.timer = timer
+    }
+
+    /// Forgets the message being received; returns the budget bytes it held, to give back.
+    func dropPartialMessage() -> Int {
+        defer {
+            receiving = []
+            reservedPartial = 0
+        }
+        return reservedPartial
     }
 }

@@ -18,6 +18,7 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
 
     private var boundPorts: [ListenerRole: Int] = [:]
     private let gate: AddressGate
+    private let partialMessages: PartialMessageBudget
 
     /// Told of every close the transport itself decides (1009, and 1001 when draining); closes
     /// the application asks for are its own to count.
@@ -27,6 +28,7 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         self.onClose = onClose
+        self.partialMessages = PartialMessageBudget(limit: configuration.partialMessageBytes)
         self.gate = AddressGate(maxConnections: configuration.maxConnectionsPerAddress, maxPending: configuration.maxPendingPerAddress)
     }
 
@@ -60,7 +62,7 @@ public final class LWSServer: OutboundTransport, @unchecked Sendable {
                     bound.append(BoundListener(configuration: listener, fd: fd))
                 }
                 let thread = ServiceThread(
-                    index: index, listeners: bound, configuration: configuration, gate: gate, sink: sink, logger: logger, onClose: onClose)
+                    index: index, listeners: bound, configuration: configuration, gate: gate, partialMessages: partialMessages, sink: sink, logger: logger, onClose: onClose)
                 try thread.start()
                 lock.withLock { threads.append(thread) }
             } catch {

@@ -100,13 +100,24 @@ extension ServiceThread {
             connection.receivingBinary = lws_frame_is_binary(wsi) != 0
         }
         guard connection.receiving.count + length <= configuration.maxMessageBytes else {
-            refuseOversized(connection)
+            refuse(connection, .messageTooBig, reason: "message exceeds max_message_bytes")
             return 0
+        }
+        let final = lws_is_final_fragment(wsi) != 0
+        if !final, length > 0 {
+            // A partial message waits in memory for the rest: the shared budget must hold it.
+            guard partialMessages.reserve(length) else {
+                refuse(connection, .tryAgainLater, reason: "server busy: too many partial messages")
+                return 0
+            }
+            connection.reservedPartial += length
         }
         if let input, length > 0 {
             connection.receiving.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
         }
-        guard lws_is_final_fragment(wsi) != 0 else { return 0 }
+        guard final else { return 0 }
+        partialMessages.release(connection.reservedPartial)
+        connection.reservedPartial = 0
         inbound.append(.message(connection.id, connection.receiving, isBinary: connection.receivingBinary))
         if mailbox.delivered(connection.receiving.count, on: connection.id) {
             lws_rx_flow_control(wsi, 0)  // the application is behind on this socket: let TCP push back
@@ -116,17 +127,18 @@ extension ServiceThread {
         return 0
     }
 
-    /// Closes with 1009 through the writable callback (so the close frame goes out even with
-    /// more of the message still arriving), reading nothing more from the socket meanwhile.
-    private func refuseOversized(_ connection: LWSConnection) {
+    /// Closes with `code` (1009 over `max_message_bytes`, 1013 over the partial-message budget)
+    /// through the writable callback, so the close frame goes out even with more of the message
+    /// still arriving, reading nothing more from the socket meanwhile.
+    private func refuse(_ connection: LWSConnection, _ code: CloseCode, reason: String) {
         connection.discardingInput = true
-        connection.receiving = []
-        onClose?(.messageTooBig)
+        partialMessages.release(connection.dropPartialMessage())
+        onClose?(code)
         lws_rx_flow_control(connection.wsi, 0)
         let dropped = connection.outbox.reduce(0) { $0 + $1.bytes.count }
         connection.outbox.removeAll()
         mailbox.written(dropped, on: connection.id)
-        connection.pendingClose = (.messageTooBig, "message exceeds max_message_bytes")
+        connection.pendingClose = (code, reason)
         retime(connection) { $0.closing(now: Self.now(), grace: .seconds(2)) }
         lws_callback_on_writable(connection.wsi)
     }

@@ -43,6 +43,8 @@ final class ServiceThread: @unchecked Sendable {
     /// A descriptor held back for when accept(2) runs out of them (EMFILE/ENFILE).
     var reserveDescriptor: Int32 = -1
     var acceptFailures = RateLimitedCount(every: .seconds(10))
+    /// Partly received messages over all threads.
+    let partialMessages: PartialMessageBudget
     /// When the loop last turned (monotonic nanoseconds), read by the watchdog from any thread.
     let lastTurn = Atomic<Int64>(0)
 
@@ -50,7 +52,8 @@ final class ServiceThread: @unchecked Sendable {
     static let tick: Duration = .milliseconds(100)
 
     init(
-        index: Int, listeners: [BoundListener], configuration: TransportConfiguration, gate: AddressGate, sink: any TransportEventSink,
+        index: Int, listeners: [BoundListener], configuration: TransportConfiguration, gate: AddressGate, partialMessages: PartialMessageBudget,
+        sink: any TransportEventSink,
         logger: Logger, onClose: (@Sendable (CloseCode) -> Void)? = nil
     ) {
         self.index = index
@@ -58,6 +61,7 @@ final class ServiceThread: @unchecked Sendable {
         self.listeners = listeners
         self.configuration = configuration
         self.gate = gate
+        self.partialMessages = partialMessages
         self.mailbox = Mailbox(outboxLimit: configuration.outboxBytes, inboundLimit: configuration.inboundBytes)
         self.sink = sink
         self.timeouts = ConnectionTimer.Timeouts(handshake: configuration.handshakeTimeout, ping: configuration.pingInterval)
@@ -297,6 +301,7 @@ final class ServiceThread: @unchecked Sendable {
     private func forget(wsi: OpaquePointer) {
         guard let connection = connectionsByWSI.removeValue(forKey: wsi) else { return }
         connections[connection.id] = nil
+        partialMessages.release(connection.dropPartialMessage())
         if connection.counted {
             gate.released(connection.listener.role, connection.remoteAddress, pending: connection.timer.isPending)
         }

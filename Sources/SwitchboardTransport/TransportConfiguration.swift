@@ -49,6 +49,9 @@ public struct TransportConfiguration: Sendable, Equatable {
     /// Bytes of messages read from one socket and not yet handled by the application; past that
     /// the socket is not read (TCP pushes back on its sender) until the backlog halves.
     public var inboundBytes: Int
+    /// Bytes of partly received messages held over all sockets; a socket whose next fragment
+    /// would go over is closed with 1013.
+    public var partialMessageBytes: Int
     /// Deadline for a connection to finish its HTTP/WebSocket handshake.
     public var handshakeTimeout: Duration
     /// Silence after which a WebSocket is pinged; silent for as long again, it is dropped.
@@ -65,8 +68,8 @@ public struct TransportConfiguration: Sendable, Equatable {
     public var trustedProxies: TrustedProxies
 
     public init(
-        listeners: [ListenerConfiguration], serviceThreads: Int = 1, maxMessageBytes: Int = 65536,
-        outboxBytes: Int = 1 << 20, inboundBytes: Int = 1 << 20, handshakeTimeout: Duration = .seconds(10), pingInterval: Duration = .seconds(30),
+        listeners: [ListenerConfiguration], serviceThreads: Int = 1, maxMessageBytes: Int = 1 << 20,
+        outboxBytes: Int = 2 << 20, inboundBytes: Int = 1 << 20, partialMessageBytes: Int = 64 << 20, handshakeTimeout: Duration = .seconds(10), pingInterval: Duration = .seconds(30),
         listenBacklog: Int = 1024, maxConnectionsPerAddress: Int = 2000, maxPendingPerAddress: Int = 32,
         trustedProxies: TrustedProxies = TrustedProxies()
     ) {
@@ -78,6 +81,7 @@ public struct TransportConfiguration: Sendable, Equatable {
         self.maxMessageBytes = maxMessageBytes
         self.outboxBytes = outboxBytes
         self.inboundBytes = inboundBytes
+        self.partialMessageBytes = partialMessageBytes
         self.handshakeTimeout = handshakeTimeout
         self.pingInterval = pingInterval
         self.listenBacklog = listenBacklog

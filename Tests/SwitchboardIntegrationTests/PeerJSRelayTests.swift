@@ -138,7 +138,7 @@ final class PeerJSRelayTests: XCTestCase {
     }
 
     func test_aConsumerThatDoesNotReadIsClosedAndTheSenderGetsLeave() throws {
-        let daemon = try TestDaemon(["transport.outbox_bytes": .int(262_144), "peerjs.queue.per_destination": .int(2)])
+        let daemon = try TestDaemon(["transport.outbox_bytes": .int(262_144), "transport.max_message_bytes": .int(65536), "peerjs.queue.per_destination": .int(2)])
         let sender = try daemon.peer(id: "sender")
         let stuck = try daemon.peer(id: "stuck")
         let blob = String(repeating: "z", count: 60000)

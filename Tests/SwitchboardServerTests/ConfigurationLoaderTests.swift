@@ -55,6 +55,17 @@ final class ConfigurationLoaderTests: XCTestCase {
         XCTAssertEqual(actual.logLevel, expected.logLevel, file: file, line: line)
     }
 
+    func test_theOutboxAndThePartialBudgetMustHoldTheLargestMessage() throws {
+        let defaults = try load()
+        XCTAssertEqual(defaults.transport.maxMessageBytes, 1 << 20, "a large SDP is relayed, as the PeerJS server does")
+        XCTAssertEqual(defaults.transport.outboxBytes, 2 << 20)
+        XCTAssertEqual(defaults.transport.partialMessageBytes, 64 << 20)
+        assertFails(#"{"transport":{"max_message_bytes":1048576,"outbox_bytes":1048576}}"#, naming: "transport.outbox_bytes", "1052672")
+        assertFails(environment: ["SWITCHBOARD_TRANSPORT_PARTIAL_MESSAGE_BYTES": "65536"], naming: "transport.partial_message_bytes")
+        let small = try load(#"{"transport":{"max_message_bytes":65536,"outbox_bytes":69632,"partial_message_bytes":65536}}"#)
+        XCTAssertEqual(small.transport.outboxBytes, 69632)
+    }
+
     // MARK: Defaults and the shipped file
 
     func test_theBuiltInDefaultsAreTheDocumentedValues() throws {
@@ -66,7 +77,7 @@ final class ConfigurationLoaderTests: XCTestCase {
                     onEveryServiceThread: true),
                 ListenerConfiguration(role: .admin, host: "127.0.0.1", port: 8081, maxRequestBodyBytes: 65536, onEveryServiceThread: false),
             ],
-            serviceThreads: 1, maxMessageBytes: 65536, outboxBytes: 1_048_576, handshakeTimeout: .milliseconds(10000),
+            serviceThreads: 1, maxMessageBytes: 1_048_576, outboxBytes: 2_097_152, handshakeTimeout: .milliseconds(10000),
             pingInterval: .milliseconds(30000)))
         XCTAssertEqual(defaults.admin, AdminConfiguration(token: nil))
         XCTAssertEqual(defaults.store, StoreConfiguration(directory: "./data", synchronous: .normal, busyTimeout: .milliseconds(5000), checkpointInterval: .milliseconds(30)))

@@ -63,7 +63,9 @@ def test_slow_consumers_are_closed_with_1008_and_the_sender_gets_leave_then_expi
     (``transport.outbox_bytes`` = 256 KiB) is full, the flooder gets one ``LEAVE`` from each, a
     reader that reads again gets a gap-free prefix of the flood and then the close, and later
     messages to a freed id are queued and answered with ``EXPIRE``."""
-    daemon = start_daemon(TRANSPORT_OUTBOX_BYTES=256 * 1024, PEERJS_EXPIRE_TIMEOUT=1000, PEERJS_MESSAGES_BURST=100_000)
+    daemon = start_daemon(
+        TRANSPORT_OUTBOX_BYTES=256 * 1024, TRANSPORT_MAX_MESSAGE_BYTES=65536, PEERJS_EXPIRE_TIMEOUT=1000, PEERJS_MESSAGES_BURST=100_000
+    )
     with Bystander(daemon) as bystander:
         monitor = ResourceMonitor(daemon, "slow consumers")
         tag = secrets.token_hex(3)
@@ -563,6 +565,75 @@ def test_oversized_and_over_reassembled_messages_are_closed_with_1009(start_daem
         assert daemon.metrics().get('switchboard_closes_total{code="1009"}', 0) >= 8
         sink.close()
         monitor.finish()
+    daemon.assert_alive()
+
+
+def sdp_offer(dst: str, n: int, size: int) -> bytes:
+    """An OFFER to ``dst`` of exactly ``size`` bytes, its bulk in ``payload.sdp``."""
+    empty = json.dumps({"type": "OFFER", "dst": dst, "payload": {"n": n, "sdp": ""}}, separators=(",", ":"))
+    return json.dumps({"type": "OFFER", "dst": dst, "payload": {"n": n, "sdp": "v" * (size - len(empty))}}, separators=(",", ":")).encode()
+
+
+def test_a_large_sdp_is_relayed_with_the_default_limits(start_daemon) -> None:
+    """A legitimate offer over 64 KiB (many transceivers, simulcast) is relayed whole by a daemon
+    on its defaults, as the PeerJS server relays it: in one frame and in fragments, up to
+    just under the 1 MiB ``transport.max_message_bytes``."""
+    daemon = start_daemon()
+    tag = secrets.token_hex(3)
+    sink = peerjs_socket(daemon, f"sdp-sink-{tag}", source=BYSTANDER_ADDRESS)
+    sender = peerjs_socket(daemon, f"sdp-sender-{tag}")
+    for size in (65_537, 300_000, (1 << 20) - 64):
+        offer = sdp_offer(f"sdp-sink-{tag}", size, size)
+        sender.send_raw(RawWebSocket.frame(offer))
+        got = sink.recv_json()
+        assert got["payload"] == json.loads(offer)["payload"] and got["src"] == f"sdp-sender-{tag}", str(got)[:200]
+    offer = sdp_offer(f"sdp-sink-{tag}", 1, 900_000)
+    parts = [offer[i : i + 100_000] for i in range(0, len(offer), 100_000)]
+    sender.send_raw(b"".join(RawWebSocket.frame(p, 0x1 if i == 0 else 0x0, fin=i == len(parts) - 1) for i, p in enumerate(parts)))
+    assert sink.recv_json()["payload"] == json.loads(offer)["payload"]
+    sender.close()
+    sink.close()
+    daemon.assert_alive()
+
+
+PARTIAL_BUDGET = 8 << 20
+
+
+def test_partial_messages_are_bounded_over_all_sockets(start_daemon) -> None:
+    """With 1 MiB messages allowed, 48 sockets that each send 1,000,000 bytes of a message and
+    never its end would hold ~48 MB (~96 MB with array growth). ``transport.partial_message_bytes``
+    (8 MiB here) bounds them all together: sockets past it are closed with 1013, RSS stays within
+    the abuse bound, and once the holders go the budget is free for a whole 1 MB message."""
+    daemon = start_daemon(TRANSPORT_PARTIAL_MESSAGE_BYTES=PARTIAL_BUDGET)
+    tag = secrets.token_hex(3)
+    sink = peerjs_socket(daemon, f"part-sink-{tag}", source=BYSTANDER_ADDRESS)
+    monitor = ResourceMonitor(daemon, "partial messages")
+    first = RawWebSocket.frame(b'{"type":"OFFER","pad":"' + b"x" * 999_977, 0x1, fin=False)
+    sockets = [peerjs_socket(daemon, f"part-{tag}-{n}") for n in range(48)]
+    for ws in sockets:
+        ws.send_raw(first)
+    held, codes = [], collections.Counter()
+    for ws in sockets:
+        closed, before = ws.read_for(0.3)
+        assert not before
+        if closed is None:
+            held.append(ws)
+        else:
+            codes[(closed.code, closed.reason)] += 1
+    monitor.check()
+    assert 1 <= len(held) <= PARTIAL_BUDGET // 1_000_000, f"{len(held)} sockets hold a partial message"
+    assert codes == {(1013, "server busy: too many partial messages"): 48 - len(held)}, codes
+    assert daemon.metrics().get('switchboard_closes_total{code="1013"}', 0) >= 48 - len(held)
+    for ws in held:
+        ws.close()
+    sender = peerjs_socket(daemon, f"part-sender-{tag}")
+    offer = sdp_offer(f"part-sink-{tag}", 2, 1_000_000)
+    parts = [offer[i : i + 250_000] for i in range(0, len(offer), 250_000)]
+    sender.send_raw(b"".join(RawWebSocket.frame(p, 0x1 if i == 0 else 0x0, fin=i == len(parts) - 1) for i, p in enumerate(parts)))
+    assert sink.recv_json()["payload"]["n"] == 2, "the budget was not given back"
+    sender.close()
+    sink.close()
+    monitor.finish()
     daemon.assert_alive()
 
 
