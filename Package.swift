@@ -143,7 +143,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchboardStoreTests",
-            dependencies: ["SwitchboardStore", "SwitchboardCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["SwitchboardStore", "SwitchboardCore", "SwitchboardTesting", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -4,14 +4,17 @@ import SwitchboardCore
 /// The in-memory twin of the SQLite call store: the same orderings, filters, cursor paging and
 /// all-or-nothing ``apply(_:)``, with dictionaries behind a lock. It can be told to fail.
 ///
-/// Its cursors are opaque like the SQLite store's, but not interchangeable with them.
+/// Records read back as SQLite gives them back: times to the millisecond, JSON as its text
+/// parses, identifiers compared byte for byte (`CallStoreContract` holds both to that).
+/// Its cursors are opaque and URL-safe like the SQLite store's, but not interchangeable with them.
 public final class InMemoryCallStore: CallStore, @unchecked Sendable {
     private let lock = NSLock()
+    // Cids are ASCII, so `CallCID` equality is already byte equality.
     private var calls: [CallCID: CallRecord] = [:]
-    private var members: [CallCID: [UserID: MemberRecord]] = [:]
-    private var sessions: [SessionID: SessionRecord] = [:]
+    private var members: [CallCID: [StoredText: MemberRecord]] = [:]
+    private var sessions: [StoredText: SessionRecord] = [:]
     private var events: [CallCID: [CallEventRecord]] = [:]
-    private var connections: [ClientConnectionID: ConnectionRecord] = [:]
+    private var connections: [StoredText: ConnectionRecord] = [:]
     private var placements: [CallCID: PlacementRecord] = [:]
     private var failNext = false
     private var failAll = false
@@ -44,7 +47,9 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
                 throw SwitchboardError(.unavailable, "store failure injected")
             }
             try CallMutation.validate(mutations)
-            for mutation in mutations { commit(mutation) }
+            // Convert the whole batch first, in order: the SQLite store rolls back on the first refusal.
+            let stored = try mutations.map(StoredValues.mutation)
+            for mutation in stored { commit(mutation) }
             applied.append(mutations)
         }
     }
@@ -52,11 +57,11 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
     private func commit(_ mutation: CallMutation) {
         switch mutation {
         case .saveCall(let call): calls[call.cid] = call
-        case .saveMember(let member): members[member.cid, default: [:]][member.userID] = member
-        case .saveSession(let session): sessions[session.sessionID] = session
+        case .saveMember(let member): members[member.cid, default: [:]][StoredText(member.userID.rawValue)] = member
+        case .saveSession(let session): sessions[StoredText(session.sessionID.rawValue)] = session
         case .appendEvent(let event): events[event.cid, default: []].append(event)
-        case .saveConnection(let connection): connections[connection.id] = connection
-        case .deleteConnection(let id): connections[id] = nil
+        case .saveConnection(let connection): connections[StoredText(connection.id.rawValue)] = connection
+        case .deleteConnection(let id): connections[StoredText(id.rawValue)] = nil
         case .savePlacement(let placement): CallCID(cid: placement.callID).map { placements[$0] = placement }
         case .deletePlacement(let cid): placements[cid] = nil
         }
@@ -69,7 +74,7 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
                 calls: live,
                 members: live.flatMap { sortedMembers($0.cid) },
                 sessions: sessions.values.filter(\.isActive).sorted(by: Self.joinOrder),
-                connections: connections.values.sorted { $0.id < $1.id })
+                connections: connections.values.sorted { StoredText($0.id.rawValue) < StoredText($1.id.rawValue) })
         }
     }
 
@@ -93,6 +98,10 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
     public func listCalls(_ query: CallQuery) throws -> CallPage {
         let after = try query.cursor.map(Self.decodeCursor)
         let limit = query.limit.clamped(to: CallQuery.limits)
+        // SQLite compares the bounds as stored times too.
+        var query = query
+        query.createdFrom = query.createdFrom.map(StoredValues.time)
+        query.createdBefore = query.createdBefore.map(StoredValues.time)
         return lock.withLock {
             let matching = calls.values.filter { matches($0, query) }.sorted(by: Self.newestFirst)
             let rest = after.map { after in matching.filter { Self.newestFirst(after, $0) } } ?? matching
@@ -108,19 +117,21 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
         case .ended?: if call.isLive { return false }
         case nil: break
         }
-        if let type = query.type, call.cid.type != type { return false }
-        if let member = query.member, members[call.cid]?[member] == nil { return false }
+        if let type = query.type, StoredText(call.cid.type) != StoredText(type) { return false }
+        if let member = query.member, members[call.cid]?[StoredText(member.rawValue)] == nil { return false }
         if let from = query.createdFrom, call.createdAt < from { return false }
         if let before = query.createdBefore, call.createdAt >= before { return false }
         return true
     }
 
     private func sortedMembers(_ cid: CallCID) -> [MemberRecord] {
-        (members[cid] ?? [:]).values.sorted { ($0.addedAt, $0.userID) < ($1.addedAt, $1.userID) }
+        (members[cid] ?? [:]).values.sorted {
+            ($0.addedAt, StoredText($0.userID.rawValue)) < ($1.addedAt, StoredText($1.userID.rawValue))
+        }
     }
 
     private static func joinOrder(_ lhs: SessionRecord, _ rhs: SessionRecord) -> Bool {
-        (lhs.joinedAt, lhs.sessionID) < (rhs.joinedAt, rhs.sessionID)
+        (lhs.joinedAt, StoredText(lhs.sessionID.rawValue)) < (rhs.joinedAt, StoredText(rhs.sessionID.rawValue))
     }
 
     private static func newestFirst(_ lhs: CallRecord, _ rhs: CallRecord) -> Bool {
@@ -129,20 +140,97 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
 
     // MARK: - Cursors
 
+    /// Unpadded base64url, as the SQLite store writes its cursors, so that it needs no escaping in a URL.
     private static func cursor(_ call: CallRecord) -> String {
-        // `Double.description` reads back to the same value, so the cursor date is exact.
-        Data("\(call.createdAt.timeIntervalSince1970)|\(call.cid.cid)".utf8).base64EncodedString()
+        // `Double.description` reads back to the same value, and a `Date` is its interval since the
+        // reference date, so the cursor date is exact (through 1970 it may be off in its last bit).
+        let base64 = Data("\(call.createdAt.timeIntervalSinceReferenceDate)|\(call.cid.cid)".utf8).base64EncodedString()
+        return base64.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
     }
 
     /// A stand-in for the last call of the previous page, compared by (created_at, cid) only.
     private static func decodeCursor(_ text: String) throws -> CallRecord {
-        guard let data = Data(base64Encoded: text), let decoded = String(data: data, encoding: .utf8) else {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), let decoded = String(data: data, encoding: .utf8) else {
             throw SwitchboardError(.invalidRequest, "invalid cursor")
         }
         let parts = decoded.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 2, let seconds = Double(parts[0]), seconds.isFinite, let cid = CallCID(cid: parts[1]),
             let nobody = UserID("cursor")
         else { throw SwitchboardError(.invalidRequest, "invalid cursor") }
-        return CallRecord(cid: cid, createdBy: nobody, createdAt: Date(timeIntervalSince1970: seconds))
+        return CallRecord(cid: cid, createdBy: nobody, createdAt: Date(timeIntervalSinceReferenceDate: seconds))
+    }
+}
+
+/// Text compared as SQLite's BINARY collation compares it: byte for byte in UTF-8. Swift's `String`
+/// calls canonically equivalent spellings equal (`Å` as U+00C5 and as U+212B), SQLite keeps them apart.
+private struct StoredText: Hashable, Comparable {
+    let utf8: [UInt8]
+    init(_ text: String) { utf8 = Array(text.utf8) }
+    static func < (lhs: Self, rhs: Self) -> Bool { lhs.utf8.lexicographicallyPrecedes(rhs.utf8) }
+}
+
+/// Mutations as the SQLite store stores them, or its refusal, checked in the same order.
+private enum StoredValues {
+    static func mutation(_ mutation: CallMutation) throws -> CallMutation {
+        switch mutation {
+        case .saveCall(var call):
+            call.createdAt = time(call.createdAt)
+            call.endedAt = call.endedAt.map(time)
+            call.autoCancelAt = call.autoCancelAt.map(time)
+            call.emptyDeadline = call.emptyDeadline.map(time)
+            call.custom = json(call.custom)
+            return .saveCall(call)
+        case .saveMember(var member):
+            member.addedAt = time(member.addedAt)
+            member.ringUpdatedAt = member.ringUpdatedAt.map(time)
+            member.ringDeadline = member.ringDeadline.map(time)
+            return .saveMember(member)
+        case .saveSession(var session):
+            session.joinedAt = time(session.joinedAt)
+            session.leftAt = session.leftAt.map(time)
+            // The location column comes before the media column.
+            let location = try session.location.map(jsonText)
+            let media = try jsonText(session.media)
+            session.location = location.flatMap { decode(LocationHint.self, $0) }
+            session.media = decode(MediaState.self, media) ?? MediaState()
+            return .saveSession(session)
+        case .appendEvent(var event):
+            event.at = time(event.at)
+            event.payload = json(event.payload)
+            return .appendEvent(event)
+        case .saveConnection(var connection):
+            connection.connectedAt = time(connection.connectedAt)
+            connection.tokenExpiresAt = time(connection.tokenExpiresAt)
+            connection.detachedAt = connection.detachedAt.map(time)
+            return .saveConnection(connection)
+        case .deleteConnection, .savePlacement, .deletePlacement: return mutation
+        }
+    }
+
+    /// To the nearest millisecond, as GRDB's `yyyy-MM-dd HH:mm:ss.SSS` text reads back: it
+    /// rounds, and rebuilds the `Date` from the reference date.
+    static func time(_ date: Date) -> Date {
+        Date(timeIntervalSinceReferenceDate: (date.timeIntervalSinceReferenceDate * 1000).rounded() / 1000)
+    }
+
+    /// As the stored JSON text parses: non-finite numbers become `null`, too deep a document `null`.
+    private static func json(_ value: JSONValue) -> JSONValue { JSONValue.parse(text: value.text) }
+
+    /// Media and locations are stored through `JSONEncoder`, which refuses non-finite numbers.
+    private static func jsonText(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        do {
+            return String(decoding: try encoder.encode(value), as: UTF8.self)
+        } catch {
+            throw SwitchboardError(.unavailable, "call store: \(error)")
+        }
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, _ text: String) -> T? {
+        try? JSONDecoder().decode(type, from: Data(text.utf8))
     }
 }

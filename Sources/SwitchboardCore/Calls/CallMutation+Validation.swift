@@ -13,7 +13,8 @@ extension CallMutation {
     var textFieldWithNUL: String? {
         func nul(_ text: String?) -> Bool { text?.utf8.contains(0) ?? false }
         switch self {
-        case .saveCall, .saveMember, .deleteConnection, .savePlacement, .deletePlacement: return nil
+        case .saveCall, .saveMember, .savePlacement, .deletePlacement: return nil
+        case .deleteConnection(let id): return nul(id.rawValue) ? "connection id" : nil
         case .saveSession(let session):
             if nul(session.sessionID.rawValue) { return "session_id" }
             if nul(session.connection.rawValue) { return "connection_id" }
