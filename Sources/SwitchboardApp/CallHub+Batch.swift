@@ -8,6 +8,34 @@ extension CallHub {
         process(events)
     }
 
+    /// Queues socket events from any thread. Everything queued while the hub is busy (most of
+    /// all, while a commit runs) is handled as one batch with one commit, up to
+    /// ``maximumBatchEvents``: the group commit grows with the load.
+    public func enqueue(_ events: [TransportEvent]) {
+        let schedule = inbox.withLock { inbox in
+            inbox.events += events
+            defer { inbox.scheduled = true }
+            return !inbox.scheduled
+        }
+        if schedule { queue.async { self.drainInbox() } }
+    }
+
+    /// The most events one batch takes from the inbox (bounds a batch's commit and the wait
+    /// of its first request).
+    static let maximumBatchEvents = 1024
+
+    private func drainInbox() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let (events, more) = inbox.withLock { inbox in
+            let taken = Array(inbox.events.prefix(Self.maximumBatchEvents))
+            inbox.events.removeFirst(taken.count)
+            inbox.scheduled = !inbox.events.isEmpty
+            return (taken, inbox.scheduled)
+        }
+        if more { queue.async { self.drainInbox() } }
+        if !events.isEmpty { process(events) }
+    }
+
     /// Handles a batch of `/v1/connect` socket events with one commit, then gives their
     /// inbound credit back to the transport.
     func process(_ events: [TransportEvent]) {

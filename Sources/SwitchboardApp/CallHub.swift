@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import SwitchboardCore
+import Synchronization
 
 /// Runs the call protocol (`/v1/connect`) on a queue of its own: feeds socket events to the
 /// pure ``CallGateway``, commits what it changed to the ``CallStore`` in one transaction per
@@ -22,6 +23,13 @@ public final class CallHub: @unchecked Sendable {
     var tokenVerifier: (any TokenVerifier)?
     var transport: (any OutboundTransport)?
     var timer: (any DispatchSourceTimer)?
+    /// Events queued by ``enqueue(_:)`` and whether a drain is scheduled (any thread).
+    let inbox = Mutex(Inbox())
+
+    struct Inbox {
+        var events: [TransportEvent] = []
+        var scheduled = false
+    }
 
     /// The wall clock rounded to milliseconds, the precision the store keeps, so state read
     /// back after a restart equals state in memory.

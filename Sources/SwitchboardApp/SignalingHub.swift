@@ -150,7 +150,7 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
         let (peerEvents, callEvents) = partition(echoed(admitted(events, now: now, refusals: &responses), into: &responses))
         if !callEvents.isEmpty, let calls {
             // The call hub gives the inbound credit of its frames back once it handled them.
-            calls.queue.async { calls.process(callEvents) }
+            calls.enqueue(callEvents)
         }
         for event in peerEvents {
             handle(event, now: now, effects: &effects, responses: &responses)

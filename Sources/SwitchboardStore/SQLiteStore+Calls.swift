@@ -72,7 +72,7 @@ extension SQLiteStore: CallStore {
         case .saveMember(let member): try upsert(member, db)
         case .saveSession(let session): try upsert(session, db)
         case .appendEvent(let event):
-            try db.cachedStatement(sql: "INSERT INTO call_event (cid, call_session, at, type, payload) VALUES (?, ?, ?, ?, ?)").execute(arguments: [event.cid.cid, event.callSession, event.at, event.type, event.payload.text])
+            try db.cachedStatement(sql: "INSERT INTO call_event (cid, call_session, at, type, payload) VALUES (?, ?, ?, ?, ?)").execute(arguments: [event.cid.cid, event.callSession, StoredTime.text(event.at), event.type, event.payload.text])
         case .saveConnection(let connection): try upsert(connection, db)
         case .deleteConnection(let id):
             try db.cachedStatement(sql: "DELETE FROM client_connection WHERE id = ?").execute(arguments: [id.rawValue])
@@ -92,8 +92,9 @@ extension SQLiteStore: CallStore {
                   rung = excluded.rung, auto_cancel_at = excluded.auto_cancel_at, empty_deadline = excluded.empty_deadline,
                   custom = excluded.custom
                 """).execute(arguments: [
-                call.cid.cid, call.cid.type, call.cid.id, call.createdBy.rawValue, call.createdAt, call.session, call.endedAt,
-                call.endedReason?.rawValue, call.rung, call.autoCancelAt, call.emptyDeadline, call.custom.text,
+                call.cid.cid, call.cid.type, call.cid.id, call.createdBy.rawValue, StoredTime.text(call.createdAt), call.session,
+                StoredTime.text(call.endedAt), call.endedReason?.rawValue, call.rung, StoredTime.text(call.autoCancelAt),
+                StoredTime.text(call.emptyDeadline), call.custom.text,
             ])
     }
 
@@ -105,8 +106,8 @@ extension SQLiteStore: CallStore {
                   ring_reason = excluded.ring_reason, ring_updated_at = excluded.ring_updated_at,
                   ring_deadline = excluded.ring_deadline
                 """).execute(arguments: [
-                member.cid.cid, member.userID.rawValue, member.addedAt, member.ringState.rawValue, member.ringReason?.rawValue,
-                member.ringUpdatedAt, member.ringDeadline,
+                member.cid.cid, member.userID.rawValue, StoredTime.text(member.addedAt), member.ringState.rawValue, member.ringReason?.rawValue,
+                StoredTime.text(member.ringUpdatedAt), StoredTime.text(member.ringDeadline),
             ])
     }
 
@@ -121,7 +122,7 @@ extension SQLiteStore: CallStore {
                   location = excluded.location, media = excluded.media
                 """).execute(arguments: [
                 session.sessionID.rawValue, session.cid.cid, session.callSession, session.userID.rawValue,
-                session.connection.rawValue, session.role.rawValue, session.joinedAt, session.leftAt, session.leftReason,
+                session.connection.rawValue, session.role.rawValue, StoredTime.text(session.joinedAt), StoredTime.text(session.leftAt), session.leftReason,
                 try session.location.map { try jsonText($0) }, try jsonText(session.media),
             ])
     }
@@ -134,8 +135,8 @@ extension SQLiteStore: CallStore {
                   connected_at = excluded.connected_at, token_expires_at = excluded.token_expires_at,
                   detached_at = excluded.detached_at
                 """).execute(arguments: [
-                connection.id.rawValue, connection.userID.rawValue, connection.resumeToken, connection.connectedAt,
-                connection.tokenExpiresAt, connection.detachedAt,
+                connection.id.rawValue, connection.userID.rawValue, connection.resumeToken, StoredTime.text(connection.connectedAt),
+                StoredTime.text(connection.tokenExpiresAt), StoredTime.text(connection.detachedAt),
             ])
     }
 

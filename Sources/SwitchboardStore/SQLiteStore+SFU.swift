@@ -61,16 +61,16 @@ extension SQLiteStore: SFUStore {
 
     static func upsert(_ record: PlacementRecord, _ db: Database) throws {
         let locations = String(decoding: try JSONEncoder().encode(record.locations), as: UTF8.self)
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO call_placement (call_id, sfu_id, locations, sources, assigned_at, reason) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT(call_id) DO UPDATE SET sfu_id = excluded.sfu_id, locations = excluded.locations,
                   sources = excluded.sources, assigned_at = excluded.assigned_at, reason = excluded.reason
-                """,
-            arguments: [
-                record.callID, record.sfu.rawValue, locations, record.sources.map(\.rawValue).joined(separator: ","),
-                record.assignedAt, record.reason,
-            ])
+                """
+        ).execute(arguments: [
+            record.callID, record.sfu.rawValue, locations, record.sources.map(\.rawValue).joined(separator: ","),
+            StoredTime.text(record.assignedAt), record.reason,
+        ])
     }
 
     private static func sfu(_ row: Row) -> SFURecord? {

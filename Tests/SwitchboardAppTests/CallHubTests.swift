@@ -134,6 +134,25 @@ final class CallHubTests: XCTestCase {
         XCTAssertEqual(try store.loadLiveState().sessions.count, 4)
     }
 
+    func test_eventsQueuedWhileTheHubIsBusyAreOneBatchWithOneCommit() throws {
+        let hub = try makeHub()
+        let sockets = ["a", "b", "c", "d", "e"].map { connect(hub, $0) }
+        let commits = store.applyCount
+        let gate = DispatchSemaphore(value: 0)
+        hub.queue.async { gate.wait() }  // busy, as during a commit
+        for (index, socket) in sockets.enumerated() {
+            hub.enqueue([message(socket, #"{"id":\#(index),"type":"call.join","data":{"type":"default","id":"g","create":true}}"#)])
+        }
+        let before = transport.commands.count
+        gate.signal()
+        let sent = transport.waitForCommands(count: before + sockets.count)
+        XCTAssertEqual(store.applyCount, commits + 1, "five joins queued behind a busy hub: one transaction")
+        XCTAssertEqual(try store.loadLiveState().sessions.count, 5)
+        for socket in sockets {
+            XCTAssertEqual(frames(sent, to: socket).first { $0["type"] as? String == "response" }?["type"] as? String, "response")
+        }
+    }
+
     func test_aRestartRebuildsLiveCallsAndSessionsLeaveWhenTheirResumeWindowPasses() throws {
         let first = try makeHub()
         let alice = connect(first, "alice")

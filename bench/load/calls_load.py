@@ -412,6 +412,8 @@ class SteadyJoins:
             out["server_top_thread_pct"] = round(100 * top / (wall_s * 1e6), 1)
             out["server_cpu_us_per_join"] = round((s1.cpu_us - s0.cpu_us) / max(1, self.joins_done_in_window), 1)
             out["server_rss_kib"] = s1.rss_kib
+            # Everything the daemon wrote to storage in the window (WAL, checkpoints), per join.
+            out["server_written_bytes_per_join"] = round((s1.write_bytes - s0.write_bytes) / max(1, self.joins_done_in_window))
         machine = machine_delta(m0, m1)
         out["machine_busy_pct"] = machine["machine_busy_pct"]
         if "server_cpu_pct" in out:
@@ -553,6 +555,7 @@ REPORT_ROWS = [
     ("calls created in phase 1 (≈; empty calls stay live 5 min)", "calls_created", "{:,.0f}"),
     ("server CPU % idle after phase 1", "server_idle_cpu_pct", "{:.1f}"),
     ("server RSS MiB", "server_rss_kib", "kib"),
+    ("**bytes written to storage per join** (WAL + checkpoints; target <= 8 KiB)", "server_written_bytes_per_join", "{:,.0f}"),
     ("store files MiB (db+wal+shm) at end", "store_mib", "{:.2f}"),
     ("client CPU %", "client_cpu_pct", "{:.0f}"),
     ("other tenants % (machine − server − client)", "other_pct", "{:.0f}"),

@@ -22,6 +22,8 @@ class ServerSample:
     cpu_us: int
     rss_kib: int
     threads: dict[int, int] = field(default_factory=dict)
+    #: Bytes the process caused to be written to storage (write_bytes of /proc/PID/io).
+    write_bytes: int = 0
 
 
 def stat_cpu_us(path: str) -> int:
@@ -81,4 +83,10 @@ def read_server(pid: int | None) -> ServerSample | None:
             if line.startswith("VmRSS:"):
                 rss = int(line.split()[1])
                 break
-    return ServerSample(now, cpu_us, rss, threads)
+    written = 0
+    with open(f"/proc/{pid}/io", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("write_bytes:"):
+                written = int(line.split()[1])
+                break
+    return ServerSample(now, cpu_us, rss, threads, written)
