@@ -169,18 +169,27 @@ class CallClient:
             self.transport.disconnect()
 
 
-async def connect_all(opts, count: int) -> list[CallClient]:
-    """`count` authenticated clients, users bench-0 … bench-(count-1)."""
+async def connect_all(opts, count: int, client_class=CallClient) -> list[CallClient]:
+    """`count` authenticated clients (`client_class`, a CallClient), users bench-0 … bench-(count-1).
+
+    Every attempt finishes before a failure is raised (the first one), and then the sockets that
+    did open are closed.
+    """
     secret = opts.secret.encode()
     sem = asyncio.Semaphore(opts.connect_concurrency)
-    clients = [CallClient(i, f"bench-{i}") for i in range(count)]
+    clients = [client_class(i, f"bench-{i}") for i in range(count)]
 
     async def one(client: CallClient) -> None:
         async with sem:
             token = mint_token(secret, client.user, 3600, opts.kid)
             await client.connect(opts.url, token, opts.connect_timeout)
 
-    await asyncio.gather(*(one(c) for c in clients))
+    outcomes = await asyncio.gather(*(one(c) for c in clients), return_exceptions=True)
+    failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    if failures:
+        for client in clients:
+            client.close()
+        raise failures[0]
     return clients
 
 
@@ -628,12 +637,44 @@ def report(path: str, command: str, binary: str) -> str:
 
 # ---------------------------------------------------------------- main
 
+def command_parser(doc: str):
+    """A parser of subcommands whose help is a module docstring: its first paragraph, then the rest."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=doc.split("\n\n", 1)[1])
+    return p, p.add_subparsers(dest="command", required=True)
+
+
+def add_connect_options(r) -> None:
+    """The options of clients that authenticate on /v1/connect with tokens they mint."""
+    r.add_argument("--secret-env", default="SWITCHBOARD_AUTH_API_SECRET",
+                   help="environment variable holding the API secret (default SWITCHBOARD_AUTH_API_SECRET)")
+    r.add_argument("--kid", default=os.environ.get("SWITCHBOARD_AUTH_API_KEY", "switchboard"),
+                   help="the tokens' kid, the daemon's auth.api_key (default switchboard)")
+    r.add_argument("--label", default="switchboard")
+    r.add_argument("--connect-timeout", type=float, default=20.0)
+    r.add_argument("--connect-concurrency", type=int, default=50)
+
+
+def read_secret(opts, p) -> None:
+    """opts.url without a trailing slash; opts.secret from the environment, or a usage error."""
+    opts.url = opts.url.rstrip("/")
+    opts.secret = os.environ.get(opts.secret_env, "")
+    if len(opts.secret.encode()) < 32:
+        p.error(f"${opts.secret_env} must hold the daemon's API secret (at least 32 bytes)")
+
+
+def install_uvloop() -> None:
+    """Use uvloop when it is installed: noticeably cheaper per message."""
+    try:
+        import uvloop
+        uvloop.install()
+    except ImportError:
+        pass
+
+
 def parse_args(argv: list[str]):
     """Subcommand and options."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n\n", 1)[1])
-    sub = p.add_subparsers(dest="command", required=True)
+    p, sub = command_parser(__doc__)
     r = sub.add_parser("run", help="one run against a running daemon")
     r.add_argument("--url", required=True, help="server base, e.g. ws://127.0.0.1:9000")
     r.add_argument("--rate", type=float, default=1000, help="joins per second in total (default 1000)")
@@ -643,18 +684,12 @@ def parse_args(argv: list[str]):
     r.add_argument("--fanout", type=int, default=50, help="participants of the fan-out call (default 50)")
     r.add_argument("--fanout-messages", type=int, default=200, help="call.send_event messages (default 200)")
     r.add_argument("--fanout-rate", type=float, default=20, help="fan-out messages per second (default 20)")
-    r.add_argument("--secret-env", default="SWITCHBOARD_AUTH_API_SECRET",
-                   help="environment variable holding the API secret (default SWITCHBOARD_AUTH_API_SECRET)")
-    r.add_argument("--kid", default=os.environ.get("SWITCHBOARD_AUTH_API_KEY", "switchboard"),
-                   help="the tokens' kid, the daemon's auth.api_key (default switchboard)")
+    add_connect_options(r)
     r.add_argument("--server-pid", type=int, help="sample this process's CPU time and RSS")
     r.add_argument("--store-dir", help="the daemon's state directory, to report the store's size")
     r.add_argument("--synchronous", default="normal", help="the daemon's store.synchronous (recorded only)")
     r.add_argument("--idle-seconds", type=float, default=2.0,
                    help="after phase 1, sample the daemon's CPU this long with no requests (default 2)")
-    r.add_argument("--label", default="switchboard")
-    r.add_argument("--connect-timeout", type=float, default=20.0)
-    r.add_argument("--connect-concurrency", type=int, default=50)
     r.add_argument("--drain-timeout", type=float, default=5.0, help="wait for answers still due (default 5)")
     q = sub.add_parser("report", help="markdown table of medians from JSON lines")
     q.add_argument("results")
@@ -663,10 +698,7 @@ def parse_args(argv: list[str]):
     q.add_argument("--binary", default="release build in .build-bench", help="the daemon binary, for the facts")
     opts = p.parse_args(argv)
     if opts.command == "run":
-        opts.url = opts.url.rstrip("/")
-        opts.secret = os.environ.get(opts.secret_env, "")
-        if len(opts.secret.encode()) < 32:
-            p.error(f"${opts.secret_env} must hold the daemon's API secret (at least 32 bytes)")
+        read_secret(opts, p)
         if opts.users < 1 or opts.fanout < 1 or opts.rate <= 0 or opts.fanout_rate <= 0:
             p.error("--users, --fanout, --rate and --fanout-rate must be positive")
     return opts
@@ -679,11 +711,7 @@ def main(argv: list[str]) -> int:
         print(report(opts.results, opts.command_line, opts.binary))
         return 0
     raise_fd_limit(max(opts.users, opts.fanout) + 64)
-    try:
-        import uvloop  # optional, noticeably cheaper per message
-        uvloop.install()
-    except ImportError:
-        pass
+    install_uvloop()
     record = {"mode": "calls", "label": opts.label, "rate": opts.rate, "seconds": opts.seconds,
               "warmup": opts.warmup, "users": opts.users, "fanout": opts.fanout,
               "fanout_rate": opts.fanout_rate, "synchronous": opts.synchronous}

@@ -167,8 +167,8 @@ for cost in costs {
 }
 print()
 print(
-    "Not measured here: the time from an SFU's death to all its calls reassigned (p99) needs heartbeats over "
-        + "real HTTP; the integration test measures it.")
+    "Not measured here: the time from an SFU's death to all its calls reassigned needs a daemon and heartbeats over "
+        + "real HTTP; `scripts/bench placement` measures it after this report, in (5) (bench/load/failover_timing.py).")
 print()
 print("Wall time \(format(Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18, 1)) s; checksum \(sink % 1000).")
 print()
