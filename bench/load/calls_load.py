@@ -523,7 +523,8 @@ async def run(opts) -> dict:
     clients = await connect_all(opts, max(opts.users, opts.fanout))
     try:
         record = await SteadyJoins(clients[:opts.users], opts).run(opts.server_pid)
-        record.update(await fanout(clients, opts))
+        if opts.fanout > 0:
+            record.update(await fanout(clients, opts))
     finally:
         for client in clients:
             client.close()
@@ -541,8 +542,9 @@ def print_summary(record: dict) -> None:
     print(f"server CPU {record.get('server_cpu_pct')} % (peak {record.get('server_cpu_peak_pct')} %), "
           f"client CPU {record['client_cpu_pct']} %, machine busy {record.get('machine_busy_pct')} %, "
           f"pacer max lag {record['pacer_max_lag_us']} µs")
-    print(f"fan-out to {record['fanout_participants']}: last receiver p50 {record['fanout_last_p50_us']} µs, "
-          f"p99 {record['fanout_last_p99_us']} µs; missing {record['fanout_missing']}")
+    if "fanout_participants" in record:
+        print(f"fan-out to {record['fanout_participants']}: last receiver p50 {record['fanout_last_p50_us']} µs, "
+              f"p99 {record['fanout_last_p99_us']} µs; missing {record['fanout_missing']}")
     print(f"store: {record['store_bytes']}")
 
 
@@ -681,7 +683,7 @@ def parse_args(argv: list[str]):
     r.add_argument("--seconds", type=float, default=10, help="measurement window (default 10)")
     r.add_argument("--warmup", type=float, default=2, help="paced joins before measuring (default 2)")
     r.add_argument("--users", type=int, default=200, help="connections, one user each (default 200)")
-    r.add_argument("--fanout", type=int, default=50, help="participants of the fan-out call (default 50)")
+    r.add_argument("--fanout", type=int, default=50, help="participants of the fan-out call (default 50; 0: no fan-out phase)")
     r.add_argument("--fanout-messages", type=int, default=200, help="call.send_event messages (default 200)")
     r.add_argument("--fanout-rate", type=float, default=20, help="fan-out messages per second (default 20)")
     add_connect_options(r)
@@ -699,8 +701,8 @@ def parse_args(argv: list[str]):
     opts = p.parse_args(argv)
     if opts.command == "run":
         read_secret(opts, p)
-        if opts.users < 1 or opts.fanout < 1 or opts.rate <= 0 or opts.fanout_rate <= 0:
-            p.error("--users, --fanout, --rate and --fanout-rate must be positive")
+        if opts.users < 1 or opts.fanout < 0 or opts.rate <= 0 or opts.fanout_rate <= 0:
+            p.error("--users, --rate and --fanout-rate must be positive, --fanout 0 or more (0: no fan-out phase)")
     return opts
 
 

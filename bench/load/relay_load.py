@@ -274,15 +274,33 @@ async def drive_load(pairs, stats: Stats, opts, t0_ns: int, t1_ns: int) -> Windo
     now = time.monotonic_ns()
     loop.call_later(max(0, t0_ns - now) / 1e9, window.open)
     loop.call_later(max(0, t1_ns - now) / 1e9, window.close)
-    stats.sending = True
-    for starter, _ in pairs:
-        for _ in range(opts.window):
-            starter.send()
-    await asyncio.sleep(max(0, t1_ns - time.monotonic_ns()) / 1e9)
+    if opts.rate > 0:
+        await paced_sends(pairs, opts.rate / opts.procs, t1_ns)
+    else:
+        stats.sending = True
+        for starter, _ in pairs:
+            for _ in range(opts.window):
+                starter.send()
+        await asyncio.sleep(max(0, t1_ns - time.monotonic_ns()) / 1e9)
     while len(window.marks) < 2:  # the close timer may trail the sleep slightly
         await asyncio.sleep(0.001)
     await drain(stats, opts.drain_timeout)
     return window
+
+
+async def paced_sends(pairs, rate: float, t1_ns: int) -> None:
+    """Open loop: the pairs' first peers send `rate` messages a second in turn until t1, on
+    schedule whatever the answers do; the receivers only record (latency is one way)."""
+    period_ns = int(1e9 / rate)
+    due = time.monotonic_ns()
+    sent = 0
+    while due < t1_ns:
+        pairs[sent % len(pairs)][0].send()
+        sent += 1
+        due += period_ns
+        delay = due - time.monotonic_ns()
+        if delay > 0:
+            await asyncio.sleep(delay / 1e9)
 
 
 async def drain(stats: Stats, timeout: float) -> None:
@@ -528,6 +546,8 @@ def parse_args(argv: list[str]):
     p.add_argument("--sockets", type=int, default=10000, help="idle: sockets (default 10000)")
     p.add_argument("--window", type=int, default=1,
                    help="messages in flight per echo connection / relay pair (default 1)")
+    p.add_argument("--rate", type=float, default=0,
+                   help="relay: messages a second in total, open loop (default 0: closed loop with --window)")
     p.add_argument("--seconds", type=float, default=10.0, help="measurement window (default 10)")
     p.add_argument("--warmup", type=float, default=2.0, help="load before measuring (default 2)")
     p.add_argument("--min-bytes", type=int, default=2048)
