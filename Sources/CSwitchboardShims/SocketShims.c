@@ -235,4 +235,7 @@ long sb_raise_nofile_limit(void) {
 
 int sb_close(int fd) { return close(fd) == 0 ? 0 : -errno; }
 
+/* Ends the sending side of a connected socket (the peer reads end of stream); reading goes on. */
+int sb_shutdown_write(int fd) { return shutdown(fd, SHUT_WR) == 0 ? 0 : -errno; }
+
 const char *sb_strerror(int err) { return strerror(err); }

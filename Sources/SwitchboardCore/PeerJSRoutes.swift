@@ -31,7 +31,9 @@ public struct PeerJSRoutes: Sendable {
     private func route(_ request: HTTPRequest, relay: PeerRelay, newID: () -> String) -> HTTPResponse {
         let rest = request.path.hasPrefix(mountPath) ? String(request.path.dropFirst(mountPath.count)) : ""
         guard request.method == "GET" || request.method == "HEAD" else {
-            return SwitchboardError(.methodNotAllowed, "only GET is served here").httpResponse
+            var response = SwitchboardError(.methodNotAllowed, "only GET is served here").httpResponse
+            response.headers.append(("Allow", "GET, HEAD, OPTIONS"))
+            return response
         }
         if rest.isEmpty { return info }
         let parts = rest.split(separator: "/", omittingEmptySubsequences: false)

@@ -42,6 +42,12 @@ final class LWSConnection {
     /// so the rest of the body is never parsed as a request.
     var closeAfterResponse = false
 
+    // A request lws handed over as a raw socket (a method it does not know, CONNECT)
+    /// Its request line as read so far; `nil` when none is being read.
+    var requestLine: [UInt8]?
+    /// Bytes read past the request line, dropped.
+    var droppedBytes = 0
+
     init(id: ConnectionID, wsi: OpaquePointer, listener: ListenerConfiguration, remoteAddress: String, timer: ConnectionTimer) {
         self.id = id
         self.wsi = wsi

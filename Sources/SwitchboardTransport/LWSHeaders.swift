@@ -60,13 +60,16 @@ enum LWSHeaders {
         return result
     }
 
+    /// The methods lws parses and serves as HTTP (it also knows `CONNECT`, which it hands over
+    /// as a raw socket); it matches them case-insensitively.
+    static let methods: [(name: String, token: lws_token_indexes)] = [
+        ("GET", WSI_TOKEN_GET_URI), ("POST", WSI_TOKEN_POST_URI), ("PUT", WSI_TOKEN_PUT_URI),
+        ("DELETE", WSI_TOKEN_DELETE_URI), ("PATCH", WSI_TOKEN_PATCH_URI),
+        ("OPTIONS", WSI_TOKEN_OPTIONS_URI), ("HEAD", WSI_TOKEN_HEAD_URI),
+    ]
+
     /// The request method and path.
     static func requestLine(_ wsi: OpaquePointer) -> (method: String, path: String)? {
-        let methods: [(String, lws_token_indexes)] = [
-            ("GET", WSI_TOKEN_GET_URI), ("POST", WSI_TOKEN_POST_URI), ("PUT", WSI_TOKEN_PUT_URI),
-            ("DELETE", WSI_TOKEN_DELETE_URI), ("PATCH", WSI_TOKEN_PATCH_URI),
-            ("OPTIONS", WSI_TOKEN_OPTIONS_URI), ("HEAD", WSI_TOKEN_HEAD_URI),
-        ]
         for (method, token) in methods {
             if let path = copy(wsi, token) { return (method, path) }
         }

@@ -121,7 +121,8 @@ extension ServiceThread {
     }
 
     /// Writes a whole HTTP/1.1 response (`Connection: close`) for a request lws has not treated
-    /// as HTTP yet (an upgrade): its own status line would say `HTTP/1.0`. The caller closes.
+    /// as HTTP yet (an upgrade; its own status line would say `HTTP/1.0`) or no longer does (a
+    /// raw socket). The caller closes.
     func writeClosingResponse(_ connection: LWSConnection, _ response: HTTPResponse) {
         connection.closeAfterResponse = true
         connection.response = nil

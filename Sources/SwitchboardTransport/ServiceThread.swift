@@ -186,7 +186,9 @@ final class ServiceThread: @unchecked Sendable {
         info.port = CONTEXT_PORT_NO_LISTEN_SERVER
         info.protocols = UnsafePointer(protocols)
         info.retry_and_idle_policy = UnsafePointer(retryPolicy)
-        info.options = UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
+        // A method lws does not know: the connection comes to us raw (handleRawRequest)
+        // instead of being answered 403 by lws.
+        info.options = UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8) | UInt64(LWS_SERVER_OPTION_FALLBACK_TO_APPLY_LISTEN_ACCEPT_CONFIG)
         // Vhost fields: without them a connection that never finishes its request holds a
         // header buffer for lws's defaults (10 s idle, longer before any byte).
         let handshake = UInt32(max(1, configuration.handshakeTimeout.milliseconds / 1000))
@@ -265,9 +267,9 @@ final class ServiceThread: @unchecked Sendable {
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION, LWS_CALLBACK_ESTABLISHED, LWS_CALLBACK_RECEIVE,
             LWS_CALLBACK_RECEIVE_PONG, LWS_CALLBACK_WS_PEER_INITIATED_CLOSE, LWS_CALLBACK_SERVER_WRITEABLE, LWS_CALLBACK_CLOSED:
             return handleWebSocket(wsi: wsi, reason: reason, input: input, length: length)
-        case LWS_CALLBACK_RAW_ADOPT:
-            // A request lws turns into a raw socket (CONNECT): nothing here serves one.
-            return -1
+        case LWS_CALLBACK_RAW_ADOPT, LWS_CALLBACK_RAW_RX, LWS_CALLBACK_RAW_WRITEABLE:
+            // A request lws turns into a raw socket (an unknown method, CONNECT).
+            return handleRawRequest(wsi: wsi, reason: reason, input: input, length: length)
         case LWS_CALLBACK_HTTP, LWS_CALLBACK_HTTP_BODY, LWS_CALLBACK_HTTP_BODY_COMPLETION,
             LWS_CALLBACK_HTTP_WRITEABLE, LWS_CALLBACK_CLOSED_HTTP, LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
             return handleHTTP(wsi: wsi, reason: reason, input: input, length: length)

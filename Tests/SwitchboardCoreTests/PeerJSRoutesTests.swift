@@ -114,11 +114,12 @@ final class PeerJSRoutesTests: XCTestCase {
 
     // MARK: Methods and unknown routes
 
-    func test_aNonGetMethodIs405() throws {
-        for method in ["POST", "PUT", "DELETE", "PATCH"] {
+    func test_aNonGetMethodIs405WithAllow() throws {
+        for method in ["POST", "PUT", "DELETE", "PATCH", "TRACE", "CONNECT"] {
             let response = try XCTUnwrap(get("/peerjs/id", method: method), method)
             XCTAssertEqual(response.status, 405, method)
             XCTAssertEqual(body(response), #"{"error":{"code":"method_not_allowed","message":"only GET is served here"}}"#, method)
+            XCTAssertEqual(response.header("Allow"), "GET, HEAD, OPTIONS", method)
         }
     }
 

@@ -22,6 +22,7 @@ int sb_set_recv_timeout(int fd, int ms);
 int sb_send_all(int fd, const void *data, size_t len);
 long sb_recv(int fd, void *buf, size_t len);
 int sb_close(int fd);
+int sb_shutdown_write(int fd);
 long sb_raise_nofile_limit(void);
 const char *sb_strerror(int err);
 
