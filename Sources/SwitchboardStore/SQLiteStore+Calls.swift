@@ -123,7 +123,7 @@ extension SQLiteStore: CallStore {
                 """).execute(arguments: [
                 session.sessionID.rawValue, session.cid.cid, session.callSession, session.userID.rawValue,
                 session.connection.rawValue, session.role.rawValue, StoredTime.text(session.joinedAt), StoredTime.text(session.leftAt), session.leftReason,
-                try session.location.map { try jsonText($0) }, try jsonText(session.media),
+                try session.location.map { try jsonText($0) }, try mediaText(session.media),
             ])
     }
 
@@ -138,6 +138,19 @@ extension SQLiteStore: CallStore {
                 connection.id.rawValue, connection.userID.rawValue, connection.resumeToken, StoredTime.text(connection.connectedAt),
                 StoredTime.text(connection.tokenExpiresAt), StoredTime.text(connection.detachedAt),
             ])
+    }
+
+    /// A session's media state as JSON, written directly (`JSONEncoder` was a measurable share
+    /// of a join's commit); the same keys and values as its `Codable` form, and a non-finite
+    /// level refused as the encoder refuses it.
+    static func mediaText(_ media: MediaState) throws -> String {
+        guard media.audioLevel.isFinite else {
+            throw EncodingError.invalidValue(media.audioLevel, EncodingError.Context(codingPath: [], debugDescription: "audio_level is not finite"))
+        }
+        return JSONValue.object([
+            "audio": .bool(media.audio), "audio_level": .number(media.audioLevel), "pinned": .bool(media.pinned),
+            "screenshare": .bool(media.screenshare), "speaking": .bool(media.speaking), "video": .bool(media.video),
+        ]).text
     }
 
     private static func jsonText(_ value: some Encodable) throws -> String {

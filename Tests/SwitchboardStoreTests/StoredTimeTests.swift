@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SwitchboardCore
 @testable import SwitchboardStore
 import XCTest
 
@@ -33,5 +34,23 @@ final class StoredTimeTests: XCTestCase {
         let date = Date(timeIntervalSince1970: 1_800_000_123.456)
         XCTAssertEqual(StoredTime.text(date), "2027-01-15 08:02:03.456")
         XCTAssertEqual(Date.fromDatabaseValue(StoredTime.text(date).databaseValue)?.timeIntervalSince1970 ?? 0, 1_800_000_123.456, accuracy: 1e-6)
+    }
+}
+
+/// The media column written without `JSONEncoder` reads back as the `Codable` form does.
+final class MediaTextTests: XCTestCase {
+    func test_theMediaTextDecodesToTheSameStateAsTheEncodersText() throws {
+        let states = [
+            MediaState(), MediaState(audio: true, video: true, screenshare: true, speaking: true, audioLevel: 0.42, pinned: true),
+            MediaState(audioLevel: 1), MediaState(audioLevel: 1e-7),
+        ]
+        for state in states {
+            let text = try SQLiteStore.mediaText(state)
+            XCTAssertEqual(try JSONDecoder().decode(MediaState.self, from: Data(text.utf8)), state, text)
+            let encoded = try JSONSerialization.jsonObject(with: JSONEncoder().encode(state)) as? NSDictionary
+            XCTAssertEqual(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? NSDictionary, encoded, text)
+        }
+        XCTAssertThrowsError(try SQLiteStore.mediaText(MediaState(audioLevel: .nan)))
+        XCTAssertThrowsError(try SQLiteStore.mediaText(MediaState(audioLevel: .infinity)))
     }
 }
