@@ -70,23 +70,22 @@ def machine_delta(before: dict, after: dict) -> dict:
             "softirq_pct": round(totals["softirq"], 1), "steal_pct": round(totals["steal"], 1)}
 
 
+def proc_field(path: str, name: str) -> int:
+    """The first number after `name:` in a /proc key-value file (0 when absent)."""
+    with open(path, encoding="ascii") as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return int(line.split()[1])
+    return 0
+
+
 def read_server(pid: int | None) -> ServerSample | None:
-    """Read utime+stime (/proc/PID/stat, all threads), per thread, and VmRSS."""
+    """Read utime+stime (/proc/PID/stat, all threads), per thread, VmRSS and write_bytes."""
     if pid is None:
         return None
     now = time.monotonic_ns()
     cpu_us = stat_cpu_us(f"/proc/{pid}/stat")
     threads = thread_cpu_us(pid)
-    rss = 0
-    with open(f"/proc/{pid}/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1])
-                break
-    written = 0
-    with open(f"/proc/{pid}/io", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("write_bytes:"):
-                written = int(line.split()[1])
-                break
+    rss = proc_field(f"/proc/{pid}/status", "VmRSS")
+    written = proc_field(f"/proc/{pid}/io", "write_bytes")
     return ServerSample(now, cpu_us, rss, threads, written)
