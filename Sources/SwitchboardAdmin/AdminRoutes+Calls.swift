@@ -82,13 +82,10 @@ extension AdminRoutes {
 
     /// The `{session}` of the path, or `invalid_request`.
     static func sessionID(_ request: AdminRequest) throws(SwitchboardError) -> SessionID {
-        let raw = request.parameters["session"] ?? ""
-        let bytes = raw.utf8
-        let valid = !bytes.isEmpty && bytes.count <= 128 && bytes.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x5F || byte == 0x2D
+        guard let session = SessionID(sent: request.parameters["session"] ?? "") else {
+            throw SwitchboardError(.invalidRequest, "session must be \(SessionID.rule)")
         }
-        guard valid else { throw SwitchboardError(.invalidRequest, "session must be 1–128 letters, digits, '_' or '-'") }
-        return SessionID(raw)
+        return session
     }
 
     /// `GET /v1/calls/{type}/{id}`: members, ring states, sessions, SFU and recent events.

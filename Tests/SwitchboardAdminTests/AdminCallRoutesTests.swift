@@ -197,7 +197,8 @@ final class AdminCallRoutesTests: XCTestCase {
             XCTAssertEqual(send("DELETE", path + "/sessions/s-alice").status, 400, path)
         }
         XCTAssertEqual(send("DELETE", "/v1/calls/default/standup/sessions/s.alice").status, 400)
-        XCTAssertEqual(send("DELETE", "/v1/calls/default/standup/sessions/\(String(repeating: "s", count: 129))").status, 400)
+        XCTAssertEqual(send("DELETE", "/v1/calls/default/standup/sessions/\(String(repeating: "s", count: 65))").status, 400, "one rule with the call protocol: 1–64")
+        XCTAssertEqual(send("DELETE", "/v1/calls/default/standup/sessions/\(String(repeating: "s", count: 64))").status, 404)
         XCTAssertTrue(context.memoryLog.all.isEmpty)
     }
 

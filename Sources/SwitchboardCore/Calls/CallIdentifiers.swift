@@ -77,6 +77,16 @@ public struct SessionID: Hashable, Sendable, Comparable, CustomStringConvertible
     public init(_ rawValue: String) { self.rawValue = rawValue }
     public var description: String { rawValue }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// The one rule for a session id a client or an operator sends (the call protocol and the
+    /// admin API alike): the daemon makes them as UUIDs, so anything else names no session.
+    public static let rule = "1–64 characters of A–Z a–z 0–9 _ -"
+
+    /// A session id sent from outside, or `nil` when it breaks ``rule``.
+    public init?(sent text: String) {
+        guard CallCID.isValidPart(text) else { return nil }  // the rule of a call's type and id
+        self.rawValue = text
+    }
 }
 
 /// A call-protocol connection as the client sees it (`connection_id` in `connection.ok`).

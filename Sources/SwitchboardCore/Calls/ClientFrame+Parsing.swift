@@ -91,10 +91,10 @@ struct Fields {
 
     func session(_ key: String) throws(SwitchboardError) -> SessionID? {
         guard let value = data[key], value != .null else { return nil }
-        guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 64 else {
-            throw SwitchboardError(.invalidRequest, "data.\(key) must be a session id")
+        guard let text = value.stringValue, let session = SessionID(sent: text) else {
+            throw SwitchboardError(.invalidRequest, "data.\(key) must be a session id: \(SessionID.rule)")
         }
-        return SessionID(text)
+        return session
     }
 
     func users(_ key: String) throws(SwitchboardError) -> [UserID] {

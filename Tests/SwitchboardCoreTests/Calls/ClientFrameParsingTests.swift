@@ -139,6 +139,9 @@ final class ClientFrameParsingTests: XCTestCase {
         assertFailure(#"{"id":5,"type":"call.update_participant","data":{\#(cid)}}"#, .invalidRequest, id: .number(5))
         assertFailure(#"{"id":5,"type":"call.update_participant","data":{\#(cid),"audio_level":1.5}}"#, .invalidRequest, id: .number(5))
         assertFailure(#"{"id":5,"type":"call.leave","data":{\#(cid),"session_id":7}}"#, .invalidRequest, id: .number(5))
+        // The admin API's rule for a session id: 1–64 of A–Z a–z 0–9 _ -.
+        assertFailure(#"{"id":5,"type":"call.leave","data":{\#(cid),"session_id":"s.1"}}"#, .invalidRequest, id: .number(5))
+        assertFailure(#"{"id":5,"type":"call.leave","data":{\#(cid),"session_id":"s 1"}}"#, .invalidRequest, id: .number(5))
         assertFailure(#"{"id":5,"type":"signal.send","data":{"kind":"offer","payload":"x"}}"#, .invalidRequest, id: .number(5))
         assertFailure(#"{"id":5,"type":"signal.send","data":{"to_session":"s","kind":"hello","payload":"x"}}"#, .invalidRequest, id: .number(5))
         assertFailure(#"{"id":5,"type":"signal.send","data":{"to_session":"s","kind":"offer"}}"#, .invalidRequest, id: .number(5))
