@@ -152,6 +152,8 @@ public struct JSONScanner {
     private mutating func skipString() throws(Failure) {
         index += 1  // opening quote
         while index < bytes.count {
+            index = Self.endOfPlainRun(bytes, from: index)
+            guard index < bytes.count else { break }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 index += 1
@@ -165,6 +167,33 @@ public struct JSONScanner {
             }
         }
         throw .syntax(offset: index)
+    }
+
+    /// The first index at or after `start` holding a quote, a backslash or a control byte (or
+    /// the end): eight bytes a step, since a relayed payload is mostly long plain strings.
+    static func endOfPlainRun(_ bytes: [UInt8], from start: Int) -> Int {
+        bytes.withUnsafeBytes { raw in
+            var index = start
+            let count = raw.count
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while index + 8 <= count {
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                // A byte is flagged when it is < 0x20, or equals '"' (0x22) or '\\' (0x5C).
+                let control = (word &- ones &* 0x20) & ~word
+                let quote = word ^ (ones &* 0x22)
+                let backslash = word ^ (ones &* 0x5C)
+                let flagged = (control | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)) & highs
+                if flagged != 0 { return index + flagged.trailingZeroBitCount / 8 }
+                index += 8
+            }
+            while index < count {
+                let byte = raw[index]
+                if byte < 0x20 || byte == 0x22 || byte == 0x5C { return index }
+                index += 1
+            }
+            return count
+        }
     }
 
     private mutating func skipEscape() throws(Failure) {

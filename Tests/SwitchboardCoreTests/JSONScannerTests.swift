@@ -1,4 +1,4 @@
-import SwitchboardCore
+@testable import SwitchboardCore
 import XCTest
 
 final class JSONScannerTests: XCTestCase {
@@ -212,5 +212,42 @@ final class JSONScannerTests: XCTestCase {
         XCTAssertNil(decode("[\"a\"]"))
         let data = bytes(#""""#)
         XCTAssertNil(JSONScanner.decodeString(data, 0..<1))
+    }
+}
+
+/// The word-at-a-time scan for the end of a plain run inside a string must find exactly what a
+/// byte-by-byte scan finds.
+final class JSONScannerPlainRunTests: XCTestCase {
+    private func naive(_ bytes: [UInt8], from start: Int) -> Int {
+        var index = start
+        while index < bytes.count, bytes[index] >= 0x20, bytes[index] != 0x22, bytes[index] != 0x5C { index += 1 }
+        return index
+    }
+
+    func test_theScanStopsWhereAByteByByteScanStops() {
+        var generator = SplitMix64(seed: 7)
+        let special: [UInt8] = [0x00, 0x01, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF]
+        for round in 0..<4000 {
+            let count = Int(generator.next() % 40)
+            var bytes = (0..<count).map { _ in UInt8(ascii: "a") + UInt8(generator.next() % 26) }
+            // A few special bytes at random places (or none).
+            for _ in 0..<Int(generator.next() % 3) where count > 0 {
+                bytes[Int(generator.next() % UInt64(count))] = special[Int(generator.next() % UInt64(special.count))]
+            }
+            if round % 5 == 0 { bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) } }
+            for start in 0...count {
+                XCTAssertEqual(JSONScanner.endOfPlainRun(bytes, from: start), naive(bytes, from: start), "\(bytes) from \(start)")
+            }
+        }
+    }
+
+    func test_stringsWithEscapesAndControlsAtEveryOffsetAreJudgedAsBefore() throws {
+        for offset in 0..<20 {
+            let padding = String(repeating: "x", count: offset)
+            XCTAssertNoThrow(try JSONScanner.validate(Array(#""\#(padding)\"\#(padding)\\\u00e9ü""#.utf8)))
+            XCTAssertThrowsError(try JSONScanner.validate(Array("\"\(padding)\u{1}\(padding)\"".utf8)))
+            XCTAssertThrowsError(try JSONScanner.validate(Array("\"\(padding)".utf8)), "unterminated")
+            XCTAssertThrowsError(try JSONScanner.validate(Array("\"\(padding)\\q\"".utf8)), "bad escape")
+        }
     }
 }
