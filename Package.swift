@@ -133,6 +133,7 @@ let package = Package(
             dependencies: [
                 "SwitchboardApp", "SwitchboardCore", "SwitchboardTesting",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),

@@ -4,7 +4,6 @@ import SwitchboardCore
 /// Call-protocol metrics: connections, live calls, rings by outcome, ring-to-answer latency,
 /// joins, auth failures by reason, commit time. Touched only on the call hub's queue.
 final class CallMetrics {
-    private let factory: any MetricsFactory
     private let connections: Gauge
     private let pendingConnections: Gauge
     private let callsLive: Gauge
@@ -14,12 +13,11 @@ final class CallMetrics {
     private let ringAnswer: Timer
     let commit: Timer
     private let limitedRequests: Counter
-    private var ended: [String: Counter] = [:]
-    private var rings: [String: Counter] = [:]
-    private var authFailures: [String: Counter] = [:]
+    private let ended: LabelledCounters
+    private let rings: LabelledCounters
+    private let authFailures: LabelledCounters
 
     init(factory: any MetricsFactory) {
-        self.factory = factory
         connections = Gauge(label: "switchboard_connections", dimensions: [("kind", "call")], factory: factory)
         pendingConnections = Gauge(label: "switchboard_connections", dimensions: [("kind", "call_authenticating")], factory: factory)
         callsLive = Gauge(label: "switchboard_calls_live", factory: factory)
@@ -29,6 +27,9 @@ final class CallMetrics {
         ringAnswer = Timer(label: "switchboard_ring_answer_seconds", factory: factory)
         limitedRequests = Counter(label: "switchboard_rate_limited_total", dimensions: [("kind", "call_request")], factory: factory)
         commit = Timer(label: "switchboard_sqlite_commit_seconds", dimensions: [("table", "calls")], factory: factory)
+        ended = LabelledCounters("switchboard_calls_ended_total", by: "reason", factory: factory)
+        rings = LabelledCounters("switchboard_rings_total", by: "outcome", factory: factory)
+        authFailures = LabelledCounters("switchboard_auth_failures_total", by: "reason", factory: factory)
     }
 
     func record(_ events: [CallMetricEvent], authFailures failures: [String], limited: Int = 0) {
@@ -38,13 +39,13 @@ final class CallMetrics {
             case .callStarted: callsStarted.increment()
             case .joined: joins.increment()
             case .callEnded(let reason):
-                counter(&ended, reason.rawValue, "switchboard_calls_ended_total", "reason").increment()
+                ended.increment(reason.rawValue)
             case .ringOutcome(let outcome, let answeredAfter):
-                counter(&rings, outcome, "switchboard_rings_total", "outcome").increment()
+                rings.increment(outcome)
                 if let answeredAfter { ringAnswer.recordNanoseconds(answeredAfter.nanoseconds) }
             }
         }
-        for reason in failures { counter(&authFailures, reason, "switchboard_auth_failures_total", "reason").increment() }
+        for reason in failures { authFailures.increment(reason) }
     }
 
     func update(from gateway: CallGateway) {
@@ -54,10 +55,4 @@ final class CallMetrics {
         sessions.record(gateway.engine.sessionCount)
     }
 
-    private func counter(_ cache: inout [String: Counter], _ key: String, _ label: String, _ dimension: String) -> Counter {
-        if let existing = cache[key] { return existing }
-        let created = Counter(label: label, dimensions: [(dimension, key)], factory: factory)
-        cache[key] = created
-        return created
-    }
 }

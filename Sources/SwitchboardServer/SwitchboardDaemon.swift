@@ -3,7 +3,6 @@ import Dispatch
 import Foundation
 import Logging
 import Prometheus
-import Synchronization
 import ServiceLifecycle
 import SwitchboardAdmin
 import SwitchboardApp
@@ -71,14 +70,9 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         }
         // Every close the daemon starts, by code, counted where the transport takes it: PeerJS,
         // the call protocol, caps, 1009 and the drain alike.
-        let closes = Mutex<[UInt16: CoreMetrics.Counter]>([:])
+        let closes = LabelledCounters("switchboard_closes_total", by: "code", factory: factory)
         self.transport = LWSServer(configuration: configuration.transport, logger: logger, onClose: { code in
-            closes.withLock { counters in
-                if counters[code.rawValue] == nil {
-                    counters[code.rawValue] = CoreMetrics.Counter(label: "switchboard_closes_total", dimensions: [("code", String(code.rawValue))], factory: factory)
-                }
-                return counters[code.rawValue]!
-            }.increment()
+            closes.increment(String(code.rawValue))
         })
     }
 

@@ -9,10 +9,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TYPES = {"Counter": "counter", "Gauge": "gauge", "Timer": "histogram"}
 
-# `Counter(label: "switchboard_x", dimensions: [("key", …` and the metric caches'
-# `counter(&cache, value, "switchboard_x", "key", …)`.
+# `Counter(label: "switchboard_x", dimensions: [("key", …` and the per-label counters'
+# `LabelledCounters("switchboard_x", by: "key", …)`.
 DIRECT = re.compile(r'\b(Counter|Gauge|Timer)\(\s*label:\s*"(switchboard_\w+)"(?:,\s*dimensions:\s*\[\("(\w+)")?')
-CACHED = re.compile(r'\bcounter\(&\w+,\s*[^,]+,\s*"(switchboard_\w+)",\s*"(\w+)"')
+CACHED = re.compile(r'\bLabelledCounters\(\s*"(switchboard_\w+)",\s*by:\s*"(\w+)"')
 
 
 def metrics_in_code() -> dict[str, tuple[str, set[str]]]:
