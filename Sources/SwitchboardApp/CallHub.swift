@@ -33,8 +33,11 @@ public final class CallHub: @unchecked Sendable {
 
     /// The wall clock rounded to milliseconds, the precision the store keeps, so state read
     /// back after a restart equals state in memory.
-    public static let millisecondClock: @Sendable () -> Date = {
-        Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded() / 1000)
+    public static let millisecondClock: @Sendable () -> Date = { roundedToMilliseconds(Date()) }
+
+    /// `date` rounded to milliseconds (see ``millisecondClock``).
+    public static func roundedToMilliseconds(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1000).rounded() / 1000)
     }
 
     /// How often deadlines (rings, resume windows, idle sockets, token expiry) are checked.

@@ -23,14 +23,16 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     let tokens: JWTTokenService?
     let callHub: CallHub?
     private let startedAt = Date()
+    private let wallClock: @Sendable () -> Date
     private let requestDuration: CoreMetrics.Timer
     private let lock = NSLock()
     private var router: AdminRouter?
 
     init(
         hub: SignalingHub, transport: LWSServer, store: SQLiteStore, directory: SFUDirectory, calls: CallHub?, registry: PrometheusCollectorRegistry,
-        factory: any MetricsFactory, logLevel: LogLevelControl, tokens: JWTTokenService?
+        factory: any MetricsFactory, logLevel: LogLevelControl, tokens: JWTTokenService?, wallClock: @escaping @Sendable () -> Date
     ) {
+        self.wallClock = wallClock
         self.sfus = directory
         self.callHub = calls
         self.tokens = tokens
@@ -96,7 +98,7 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
         return try result.get()
     }
 
-    func now() -> Date { Date() }
+    func now() -> Date { wallClock() }
 
     var calls: (any CallAdministration)? { callHub }
 }

@@ -54,15 +54,21 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     public private(set) var directory: SFUDirectory?
     /// The call protocol (after ``start()``; `nil` when `connect.path` is empty).
     public private(set) var calls: CallHub?
+    /// The clocks and id generator every component is built with.
+    public let clocks: DaemonClocks
 
     /// Builds the daemon; nothing is opened or bound until ``start()``. `logLevel` is the
-    /// control the process's log handlers follow (the admin API and SIGHUP change it).
-    public init(configuration: SwitchboardConfiguration, logger: Logger, logLevel: LogLevelControl? = nil) {
+    /// control the process's log handlers follow (the admin API and SIGHUP change it);
+    /// `clocks` are the time and id sources of every component (tests move time by hand).
+    public init(configuration: SwitchboardConfiguration, logger: Logger, logLevel: LogLevelControl? = nil, clocks: DaemonClocks = .system) {
         self.configuration = configuration
+        self.clocks = clocks
         self.logger = logger
         self.logLevel = logLevel ?? LogLevelControl(configuration.logLevel)
         let factory = PrometheusMetricsFactory(registry: registry)
-        self.hub = SignalingHub(relay: configuration.relay, routes: configuration.peerJSRoutes, metricsFactory: factory, logger: logger)
+        self.hub = SignalingHub(
+            relay: configuration.relay, routes: configuration.peerJSRoutes, clock: clocks.monotonic, newPeerID: clocks.newID, metricsFactory: factory,
+            logger: logger)
         hub.limit(configuration.limits)
         if let echo = configuration.echoPath {
             logger.warning("testing.echo_path is set: \(echo) echoes every message (for conformance tests only)")
@@ -112,7 +118,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let factory = PrometheusMetricsFactory(registry: registry)
         let directory = try SFUDirectory(
             store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
-            metricsFactory: factory, logger: logger)
+            clock: clocks.monotonic, wallClock: clocks.wall, metricsFactory: factory, logger: logger)
         let auth = configuration.auth
         let tokens = Blocking.wait { await JWTTokenService(configuration: auth) }
         try store.replaceRegions(configuration.placement.regions)
@@ -120,7 +126,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let calls = try startCalls(store: store, directory: directory, tokens: tokens, factory: factory)
         let context = DaemonAdminContext(
             hub: hub, transport: transport, store: store, directory: directory, calls: calls, registry: registry,
-            factory: factory, logLevel: logLevel, tokens: tokens)
+            factory: factory, logLevel: logLevel, tokens: tokens, wallClock: clocks.wall)
         context.stalledThreads = { [weak self] in self?.stalledThreads() ?? [] }
         context.install(AdminRoutes.router(configuration: try adminConfiguration(), context: context))
         // The hub is ready before the first connection can arrive.
@@ -211,7 +217,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         guard let path = configuration.connectPath else { return nil }
         let calls = CallHub(
             queue: DispatchQueue(label: "switchboard.calls"), configuration: configuration.calls, store: store, placement: directory,
-            tokenVerifier: tokens, metricsFactory: factory, logger: logger)
+            tokenVerifier: tokens, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) }, newID: clocks.newID,
+            metricsFactory: factory, logger: logger)
         try calls.start(transport: transport)
         hub.attach(calls: calls, path: path)
         return calls

@@ -107,11 +107,13 @@ final class CallAuthTests: XCTestCase {
     }
 
     func test_aSocketThatDoesNotAuthenticateWithinTheAuthTimeoutIsClosedWith4001() throws {
-        let daemon = try TestDaemon.calls(["connect.auth_timeout_ms": .int(300)])
-        let started = ContinuousClock.now
+        let daemon = try TestDaemon.calls(["connect.auth_timeout_ms": .int(300)], wallClock: ManualWallClock())
         let client = try CallTestClient.open(daemon)
+        try waitUntil("the socket waits for its auth frame") { counts(daemon) == [0, 0, 1] }
+        daemon.advance(by: .milliseconds(299))
+        XCTAssertEqual(counts(daemon), [0, 0, 1], "refused before the auth timeout")
+        daemon.advance(by: .milliseconds(2))
         let (frames, close) = try client.awaitClose()
-        XCTAssertGreaterThanOrEqual(ContinuousClock.now - started, .milliseconds(300))
         XCTAssertEqual(frames.count, 1)
         XCTAssertEqual(jsonAt(frames.first, "error", "code") as? String, "unauthenticated")
         XCTAssertEqual(close, 4001)

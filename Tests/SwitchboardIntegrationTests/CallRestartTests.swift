@@ -12,8 +12,8 @@ final class CallRestartTests: XCTestCase {
     private let r1: [String: Any] = ["type": "ringing", "id": "r1"]
 
     /// A daemon whose shutdown does not wait long for clients that do not answer the close.
-    private func daemon(_ overrides: [String: ConfigContent] = [:]) throws -> TestDaemon {
-        try TestDaemon.calls(overrides.merging(["shutdown.drain_timeout_ms": .int(300)]) { mine, _ in mine })
+    private func daemon(_ overrides: [String: ConfigContent] = [:], wallClock: ManualWallClock? = nil) throws -> TestDaemon {
+        try TestDaemon.calls(overrides.merging(["shutdown.drain_timeout_ms": .int(300)]) { mine, _ in mine }, wallClock: wallClock)
     }
 
     func test_aRingAndThenACallSurviveRestartsAndTheirConnectionsResumeWithTheirSessions() throws {
@@ -113,23 +113,32 @@ final class CallRestartTests: XCTestCase {
     }
 
     func test_aRingDeadlineThatPassedWhileTheDaemonWasDownFiresAtStart() throws {
-        let daemon = try daemon(["call_types.ringing.incoming_timeout_ms": .int(3000)])
+        let clock = ManualWallClock()
+        let daemon = try daemon(["call_types.ringing.incoming_timeout_ms": .int(3000)], wallClock: clock)
         let alice = try daemon.callClient("alice")
         try alice.request("call.get_or_create", ["type": "ringing", "id": "r9", "members": ["bob"], "ring": true])
         let stored = try daemon.storedCall("ringing", "r9")
         let deadline = try XCTUnwrap(jsonInt(jsonObjects(stored["members"]).first { $0["user_id"] as? String == "bob" }?["ring_deadline"]))
         alice.drop()
 
+        let bobsRing = {
+            daemon.daemon.calls?.withGateway { gateway in
+                gateway.engine.call(CallCID(type: "ringing", id: "r9")!)?.members[UserID("bob")!]?.ringState.rawValue
+            }
+        }
         daemon.stop()
         // The ring was still going when the daemon stopped.
-        let atStop = daemon.daemon.calls?.withGateway { gateway in
-            gateway.engine.call(CallCID(type: "ringing", id: "r9")!)?.members[UserID("bob")!]?.ringState.rawValue
-        }
-        XCTAssertEqual(atStop, "ringing")
-        XCTAssertLessThan(milliseconds(), deadline, "the deadline passed before the daemon stopped: the test proves nothing")
+        XCTAssertEqual(bobsRing(), "ringing")
+        XCTAssertLessThan(milliseconds(clock.now()), deadline, "the deadline passed before the daemon stopped: the test proves nothing")
 
-        // Let the deadline pass while nothing runs (polling the clock), then start again.
-        try waitUntil("the ring deadline has passed", timeout: .seconds(10)) { milliseconds() > deadline + 100 }
+        // Down until just before the deadline: the ring is still going at start.
+        clock.advance(by: .milliseconds(deadline - 1 - milliseconds(clock.now())))
+        try daemon.restart()
+        XCTAssertEqual(bobsRing(), "ringing", "the ring stopped before its deadline")
+        daemon.stop()
+
+        // Let the deadline pass while nothing runs, then start again.
+        clock.advance(by: .milliseconds(101))
         try daemon.restart()
         try waitUntil("the missed ring fired at start") {
             jsonAt(try daemon.storedCall("ringing", "r9"), "call", "ended_reason") as? String == "no_answer"

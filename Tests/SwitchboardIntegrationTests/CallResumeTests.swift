@@ -119,17 +119,19 @@ final class CallResumeTests: XCTestCase {
     }
 
     func test_pastTheResumeWindowTheSessionsOfADroppedConnectionLeaveWithConnectionLost() throws {
-        let daemon = try TestDaemon.calls(["connect.resume_window_ms": .int(500)])
+        let daemon = try TestDaemon.calls(["connect.resume_window_ms": .int(500)], wallClock: ManualWallClock())
         let alice = try daemon.callClient("alice")
         let bob = try daemon.callClient("bob")
         try alice.request("call.join", with(["create": true]))
         let bobSession = try XCTUnwrap(try bob.request("call.join", m1)["session_id"] as? String)
         try alice.event("call.participant_joined")
 
-        let dropped = ContinuousClock.now
         bob.drop()
-        let left = try alice.event("call.participant_left", timeout: .seconds(5))
-        XCTAssertGreaterThanOrEqual(ContinuousClock.now - dropped, .milliseconds(500), "left before the resume window passed")
+        try waitUntilDetached(daemon, bob.connectionID)
+        daemon.advance(by: .milliseconds(499))
+        XCTAssertFalse(try alice.pendingTypes().contains("call.participant_left"), "left before the resume window passed")
+        daemon.advance(by: .milliseconds(2))
+        let left = try alice.event("call.participant_left")
         XCTAssertEqual(jsonAt(left, "data", "participant", "session_id") as? String, bobSession)
         XCTAssertEqual(jsonAt(left, "data", "participant", "user_id") as? String, "bob")
         XCTAssertEqual(jsonAt(left, "data", "participant", "reason") as? String, "connection_lost")
@@ -147,25 +149,26 @@ final class CallResumeTests: XCTestCase {
     }
 
     func test_aSilentSocketIsClosedAfterTheIdleTimeoutWith4003WhileOneThatPingsStaysOpen() throws {
-        let daemon = try TestDaemon.calls(["connect.idle_timeout_ms": .int(1000)])
-        let started = ContinuousClock.now
+        let daemon = try TestDaemon.calls(["connect.idle_timeout_ms": .int(1000)], wallClock: ManualWallClock())
         let silent = try daemon.callClient("silent")
         let pinging = try daemon.callClient("pinging")
+        let attached = { try daemon.connectionList().map { "\($0["user_id"] as? String ?? ""):\($0["attached"] as? Bool ?? true)" }.sorted() }
+        daemon.advance(by: .milliseconds(999))
+        try pinging.ping()
+        XCTAssertEqual(try attached(), ["pinging:true", "silent:true"], "closed before the idle timeout")
+        daemon.advance(by: .milliseconds(2))
+        XCTAssertEqual(try silent.awaitClose().code, 4003)
+        // Pinging keeps a socket open well past the idle timeout.
         for _ in 0..<5 {
-            try pinging.expectSilence(until: Date() + 0.3)
+            daemon.advance(by: .milliseconds(300))
             try pinging.ping()
         }
-        XCTAssertGreaterThan(ContinuousClock.now - started, .milliseconds(1500))
-        XCTAssertEqual(try silent.awaitClose().code, 4003)
-        try pinging.ping()
         // The silent device's connection waits for a resume.
-        XCTAssertEqual(
-            try daemon.connectionList().map { "\($0["user_id"] as? String ?? ""):\($0["attached"] as? Bool ?? true)" }.sorted(),
-            ["pinging:true", "silent:false"])
+        XCTAssertEqual(try attached(), ["pinging:true", "silent:false"])
     }
 
     func test_anInitiatorWhoseConnectionIsLostEndsARingingCall() throws {
-        let daemon = try TestDaemon.calls(["connect.resume_window_ms": .int(500)])
+        let daemon = try TestDaemon.calls(["connect.resume_window_ms": .int(500)], wallClock: ManualWallClock())
         let alice = try daemon.callClient("alice")
         let bob = try daemon.callClient("bob")
         let aliceSession = try XCTUnwrap(
@@ -173,7 +176,11 @@ final class CallResumeTests: XCTestCase {
         try bob.event("call.ring")
         try bob.request("call.join", ["type": "ringing", "id": "r1"])
         alice.drop()
-        let left = try bob.event("call.participant_left", timeout: .seconds(5))
+        try waitUntilDetached(daemon, alice.connectionID)
+        daemon.advance(by: .milliseconds(499))
+        XCTAssertFalse(try bob.pendingTypes().contains("call.participant_left"), "left before the resume window passed")
+        daemon.advance(by: .milliseconds(2))
+        let left = try bob.event("call.participant_left")
         XCTAssertEqual(jsonAt(left, "data", "participant", "session_id") as? String, aliceSession)
         XCTAssertEqual(jsonAt(left, "data", "participant", "reason") as? String, "connection_lost")
         XCTAssertEqual(jsonAt(try bob.event("call.ended"), "data", "reason") as? String, "initiator_left")

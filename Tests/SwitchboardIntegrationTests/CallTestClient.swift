@@ -278,11 +278,12 @@ extension TestDaemon {
     static let callSecret = String(repeating: "call-protocol-secret-", count: 2)
     static let callAdminToken = "call-admin-token"
 
-    /// A daemon with user tokens enabled and an admin token, plus `overrides`.
-    static func calls(_ overrides: [String: ConfigContent] = [:]) throws -> TestDaemon {
+    /// A daemon with user tokens enabled and an admin token, plus `overrides`; its call hub
+    /// reads `wallClock` when one is given.
+    static func calls(_ overrides: [String: ConfigContent] = [:], wallClock: ManualWallClock? = nil) throws -> TestDaemon {
         var values: [String: ConfigContent] = ["auth.api_secret": .string(callSecret), "admin.token": .string(callAdminToken)]
         values.merge(overrides) { _, new in new }
-        return try TestDaemon(values)
+        return try TestDaemon(values, wallClock: wallClock)
     }
 
     /// Mints a user token through `POST /v1/tokens`.

@@ -11,10 +11,15 @@ final class TestDaemon {
     let stateDirectory: URL
     private let configuration: SwitchboardConfiguration
     private let logger: Logger
+    /// The wall clock the daemon reads when the test moves time by hand (else the real one).
+    let wallClock: ManualWallClock?
+    private let clocks: DaemonClocks
     var port: Int { daemon.port }
     var adminPort: Int { daemon.adminPort }
 
-    init(_ overrides: [String: ConfigContent] = [:]) throws {
+    init(_ overrides: [String: ConfigContent] = [:], wallClock: ManualWallClock? = nil) throws {
+        self.wallClock = wallClock
+        clocks = wallClock.map { clock in DaemonClocks(wall: { clock.now() }) } ?? .system
         stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-test-\(UUID().uuidString)")
         var values: [String: ConfigContent] = [
             "server.host": .string("127.0.0.1"), "server.port": .int(0), "admin.port": .int(0),
@@ -31,7 +36,7 @@ final class TestDaemon {
             ProcessInfo.processInfo.environment["TEST_LOGS"] == nil
             ? Logger(label: "switchboard-test", factory: { _ in SwiftLogNoOpLogHandler() })
             : Logger(label: "switchboard-test")
-        daemon = SwitchboardDaemon(configuration: configuration, logger: logger)
+        daemon = SwitchboardDaemon(configuration: configuration, logger: logger, clocks: clocks)
         try daemon.start()
     }
 
@@ -44,8 +49,15 @@ final class TestDaemon {
     /// process restart. The ports change.
     func restart() throws {
         daemon.shutdown()
-        daemon = SwitchboardDaemon(configuration: configuration, logger: logger)
+        daemon = SwitchboardDaemon(configuration: configuration, logger: logger, clocks: clocks)
         try daemon.start()
+    }
+
+    /// Moves the manual wall clock forward and runs the call hub's deadline check at once.
+    func advance(by duration: Duration) {
+        guard let wallClock else { preconditionFailure("advance(by:) needs a daemon started with a ManualWallClock") }
+        wallClock.advance(by: duration)
+        daemon.calls?.tickNow()
     }
 
     deinit {
