@@ -172,28 +172,28 @@ public struct JSONScanner {
     /// The first index at or after `start` holding a quote, a backslash or a control byte (or
     /// the end): eight bytes a step, since a relayed payload is mostly long plain strings.
     static func endOfPlainRun(_ bytes: [UInt8], from start: Int) -> Int {
-        bytes.withUnsafeBytes { raw in
-            var index = start
-            let count = raw.count
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let highs: UInt64 = 0x8080_8080_8080_8080
-            while index + 8 <= count {
-                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-                // A byte is flagged when it is < 0x20, or equals '"' (0x22) or '\\' (0x5C).
-                let control = (word &- ones &* 0x20) & ~word
-                let quote = word ^ (ones &* 0x22)
-                let backslash = word ^ (ones &* 0x5C)
-                let flagged = (control | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)) & highs
-                if flagged != 0 { return index + flagged.trailingZeroBitCount / 8 }
-                index += 8
-            }
-            while index < count {
-                let byte = raw[index]
-                if byte < 0x20 || byte == 0x22 || byte == 0x5C { return index }
-                index += 1
-            }
-            return count
+        var index = start
+        let count = bytes.count
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while index + 8 <= count {
+            // Little-endian: the lowest flagged byte is the first in the array.
+            var word: UInt64 = 0
+            for offset in 0..<8 { word |= UInt64(bytes[index + offset]) << (8 * offset) }
+            // A byte is flagged when it is < 0x20, or equals '"' (0x22) or '\\' (0x5C).
+            let control = (word &- ones &* 0x20) & ~word
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            let flagged = (control | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)) & highs
+            if flagged != 0 { return index + flagged.trailingZeroBitCount / 8 }
+            index += 8
         }
+        while index < count {
+            let byte = bytes[index]
+            if byte < 0x20 || byte == 0x22 || byte == 0x5C { return index }
+            index += 1
+        }
+        return count
     }
 
     private mutating func skipEscape() throws(Failure) {
