@@ -21,6 +21,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // The C boundary: Debian's libwebsockets 4.1 and libev.
@@ -37,6 +40,8 @@ let package = Package(
             dependencies: [
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
+                // HMAC-SHA256 for the SFU room keys (pure computation, no I/O).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
         ),
@@ -70,6 +75,18 @@ let package = Package(
             dependencies: ["SwitchboardCore"],
             swiftSettings: strictSettings
         ),
+        // SFU adapters: the Janus admin API client and the poller that pulls SFUs' health and
+        // load, over async-http-client. Runs on Swift concurrency, off the signaling and call queues.
+        .target(
+            name: "SwitchboardSFU",
+            dependencies: [
+                "SwitchboardCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Application layer: the serial queue that owns live state and runs the core.
         .target(
             name: "SwitchboardApp",
@@ -90,6 +107,7 @@ let package = Package(
                 "SwitchboardStore",
                 "SwitchboardAdmin",
                 "SwitchboardAuth",
+                "SwitchboardSFU",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -135,6 +153,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SwitchboardSFUTests",
+            dependencies: ["SwitchboardSFU", "SwitchboardCore", "SwitchboardTesting"],
+            exclude: ["Fixtures"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -84,9 +84,9 @@ extension CallGateway {
 extension CallHub {
     /// SFU failover moved these calls: their participants get `call.sfu_changed`. Call from
     /// any queue but the call hub's own (it waits for the commit).
-    public func sfusReassigned(_ moves: [Reassignment], lookup: (SFUID) -> SFUAssignment?) {
+    public func sfusReassigned(_ moves: [Reassignment], lookup: (CallCID) -> SFUAssignment?) {
         let resolved = moves.compactMap { move -> (CallCID, SFUAssignment)? in
-            guard let to = move.to, let cid = CallCID(cid: move.callID), let sfu = lookup(to) else { return nil }
+            guard move.to != nil, let cid = CallCID(cid: move.callID), let sfu = lookup(cid) else { return nil }
             return (cid, sfu)
         }
         guard !resolved.isEmpty else { return }

@@ -8,6 +8,7 @@ final class PlacementMetrics: Sendable {
     private let reassignments: Counter
     private let orphaned: Counter
     let heartbeats: Counter
+    private let polls: LabelledCounters
 
     init(factory: any MetricsFactory) {
         bySource = LabelledCounters(
@@ -18,6 +19,13 @@ final class PlacementMetrics: Sendable {
         reassignments = Counter(label: "switchboard_reassignments_total", factory: factory)
         orphaned = Counter(label: "switchboard_reassignments_failed_total", factory: factory)
         heartbeats = Counter(label: "switchboard_sfu_heartbeats_total", factory: factory)
+        polls = LabelledCounters(
+            "switchboard_sfu_polls_total", by: "outcome", factory: factory, precreating: SFUPollResult.Outcome.allCases.map(\.rawValue))
+    }
+
+    /// One poll of a pulled SFU, by how it ended.
+    func polled(_ outcome: SFUPollResult.Outcome) {
+        polls.increment(outcome.rawValue)
     }
 
     /// One count per participant of a placement decision, by the source its location came from

@@ -61,6 +61,7 @@ extension SFUDirectory {
             let moved = try failover(id, now: clock.now())
             do { try store.deleteSFU(id) } catch { throw storeFailure(error) }
             records[id] = nil
+            lastPolls[id] = nil
             nodes[id] = nil
             registeredAt[id] = nil
             return moved
@@ -85,21 +86,29 @@ extension SFUDirectory {
                 throw isAdmin ? SwitchboardError(.notFound, "no SFU \(id)") : Self.badCredential
             }
             guard isAdmin || (record.secret.map { ConstantTime.equals(credential ?? "", $0) } ?? false) else { throw Self.badCredential }
+            guard record.kind == .heartbeat else {
+                throw SwitchboardError(.conflict, "SFU \(id) is a \(record.kind.rawValue) SFU: Switchboard polls it, heartbeats are refused")
+            }
             guard (0...Self.maximumLoad).contains(load) else {
                 throw SwitchboardError(.invalidRequest, "load must be 0–\(Self.maximumLoad)")
             }
-            let now = clock.now()
-            record.reportedLoad = load
-            record.lastHeartbeatAt = wallClock()
-            if record.state == .down { record.state = .active }
-            node.reportedLoad = load
-            node.pending = 0
-            node.lastHeartbeat = now
-            node.state = record.state
-            let view = try commit(record, node: node)
+            let view = try report(load: load, record: &record, node: &node, at: wallClock())
             metrics.heartbeats.increment()
             return view
         }
+    }
+
+    /// A fresh load figure (heartbeat or poll): the SFU is alive now, a `down` one comes back
+    /// `active` (a draining one stays draining), pending assignments are folded into the load.
+    func report(load: Int, record: inout SFURecord, node: inout SFUNode, at wallNow: Date) throws(SwitchboardError) -> SFUView {
+        record.reportedLoad = load
+        record.lastHeartbeatAt = wallNow
+        if record.state == .down { record.state = .active }
+        node.reportedLoad = load
+        node.pending = 0
+        node.lastHeartbeat = clock.now()
+        node.state = record.state
+        return try commit(record, node: node)
     }
 
     /// The largest load a heartbeat may report (capacity is at most 1,000,000).
@@ -107,7 +116,7 @@ extension SFUDirectory {
 
     static let badCredential = SwitchboardError(.unauthenticated, "a valid SFU credential or the admin token is required")
 
-    private func commit(_ record: SFURecord, node: SFUNode? = nil) throws(SwitchboardError) -> SFUView {
+    func commit(_ record: SFURecord, node: SFUNode? = nil) throws(SwitchboardError) -> SFUView {
         do { try store.saveSFU(record) } catch { throw storeFailure(error) }
         guard var updated = node ?? Self.node(from: record) else { throw SwitchboardError(.invalidRequest, "invalid coordinates") }
         if node == nil, let existing = nodes[record.id] {
@@ -131,11 +140,10 @@ extension SFUDirectory {
         guard let raw = id, let sfuID = SFUID(raw) else {
             throw SwitchboardError(.invalidRequest, "id must be 1–64 letters, digits, '.', '_' or '-'")
         }
-        guard definition.url.hasPrefix("ws://") || definition.url.hasPrefix("wss://"), definition.url.utf8.count <= 2048,
-            !definition.url.unicodeScalars.contains(where: { $0.value <= 0x20 || ($0.value >= 0x7F && $0.value < 0xA0) })
-        else {
-            throw SwitchboardError(.invalidRequest, "url must be a ws:// or wss:// URL")
+        guard let kind = SFUKind(rawValue: definition.kind ?? SFUKind.heartbeat.rawValue) else {
+            throw SwitchboardError(.invalidRequest, "kind must be heartbeat or janus")
         }
+        let janus = try Self.janusAccess(definition, kind: kind)
         guard (1...1_000_000).contains(definition.capacity) else { throw SwitchboardError(.invalidRequest, "capacity must be 1–1000000") }
         let weight = definition.weight ?? 1
         guard weight.isFinite, (0.01...100).contains(weight) else { throw SwitchboardError(.invalidRequest, "weight must be 0.01–100") }
@@ -145,7 +153,30 @@ extension SFUDirectory {
         }
         return SFURecord(
             id: sfuID, url: definition.url, region: definition.region?.lowercased(), latitude: point.latitude, longitude: point.longitude,
-            capacity: definition.capacity, weight: weight, state: .active, secret: definition.secret)
+            capacity: definition.capacity, weight: weight, state: .active, secret: definition.secret, kind: kind, janus: janus)
+    }
+
+    /// The kind's own rules: a heartbeat SFU has a ws(s) URL and may have a heartbeat secret; a
+    /// Janus SFU has a ws(s) or http(s) client URL (its WebSocket or HTTP API), a `janus` object,
+    /// and no heartbeat secret.
+    static func janusAccess(_ definition: SFUDefinition, kind: SFUKind) throws(SwitchboardError) -> JanusAccess? {
+        switch kind {
+        case .heartbeat:
+            guard URLText.isWebSocket(definition.url) else { throw SwitchboardError(.invalidRequest, "url must be a ws:// or wss:// URL") }
+            guard definition.janus == nil else { throw SwitchboardError(.invalidRequest, "janus is only for SFUs of kind janus") }
+            return nil
+        case .janus:
+            guard URLText.isWebSocket(definition.url) || URLText.isHTTP(definition.url) else {
+                throw SwitchboardError(.invalidRequest, "url must be the Janus API's ws://, wss://, http:// or https:// URL")
+            }
+            guard definition.secret == nil else {
+                throw SwitchboardError(.invalidRequest, "secret is for heartbeat SFUs; a janus SFU is polled")
+            }
+            guard let janus = definition.janus else {
+                throw SwitchboardError(.invalidRequest, "a janus SFU needs janus: {admin_url, admin_secret_env or admin_secret_file}")
+            }
+            return try janus.access()
+        }
     }
 
     private func location(_ definition: SFUDefinition) throws(SwitchboardError) -> GeoPoint {

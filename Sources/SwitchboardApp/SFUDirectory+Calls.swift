@@ -3,7 +3,7 @@ import SwitchboardCore
 extension SFUDirectory {
     /// How participants reach `sfu`; `nil` when it is not in the table.
     public func assignment(of sfu: SFUID) -> SFUAssignment? {
-        queue.sync { records[sfu].map { SFUAssignment(id: $0.id.rawValue, url: $0.url, region: $0.region) } }
+        queue.sync { records[sfu].map { SFUAssignment(id: $0.id.rawValue, kind: $0.kind, url: $0.url, region: $0.region) } }
     }
 
     /// Whether the location table has no SFU at all (calls are then peer-to-peer).
@@ -15,8 +15,9 @@ extension SFUDirectory {
 extension SFUDirectory: PlacementSource {
     public func placer() -> any CallPlacer { table() }
 
+    /// The call's SFU as its participants see it (with its room on kinds that have rooms).
     public func current(_ cid: CallCID) -> SFUAssignment? {
-        queue.sync { placements[cid.cid].flatMap { records[$0.sfu] }.map { SFUAssignment(id: $0.id.rawValue, url: $0.url, region: $0.region) } }
+        queue.sync { placements[cid.cid].flatMap { nodes[$0.sfu] }.map { SFUAssignment($0, cid: cid.cid, keys: roomKeys) } }
     }
 
     public func committed(placed: [PlacementRecord], released: [CallCID], refusals: [PlacementCandidate.Rejection?]) {

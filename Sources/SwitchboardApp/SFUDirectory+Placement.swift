@@ -5,7 +5,7 @@ extension SFUDirectory {
     /// The table as a batch of call requests sees it: placement over it is a pure decision
     /// (``SFUTable``), committed in the batch's own transaction, then handed to ``adopt``.
     public func table() -> SFUTable {
-        queue.sync { SFUTable(nodes: nodes, hasSFUs: !records.isEmpty, policy: policy, resolver: resolver, now: clock.now()) }
+        queue.sync { SFUTable(nodes: nodes, hasSFUs: !records.isEmpty, policy: policy, resolver: resolver, now: clock.now(), roomKeys: roomKeys) }
     }
 
     /// A batch committed: its new placements count as pending load until the SFU's next

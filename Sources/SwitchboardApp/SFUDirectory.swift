@@ -23,15 +23,20 @@ public final class SFUDirectory: @unchecked Sendable {
     /// When each node entered the table in this process: staleness counts from here until its first heartbeat.
     var registeredAt: [SFUID: MonotonicTime] = [:]
     var placements: [String: PlacementRecord] = [:]
+    /// Pulled SFUs: how each one's last poll ended.
+    var lastPolls: [SFUID: SFUPollResult] = [:]
     var healthTimer: (any DispatchSourceTimer)?
+    /// Makes the rooms and tokens of calls on SFUs with rooms (Janus).
+    public let roomKeys: SFURoomKeys?
     var onReassigned: (@Sendable ([Reassignment]) -> Void)?
 
     /// Loads the table and placements from the store.
     public init(
         store: any SFUStore, policy: PlacementPolicy, resolver: LocationResolver,
         clock: any MonotonicClockSource = SystemMonotonicClock(), wallClock: @escaping @Sendable () -> Date = { Date() },
-        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger
+        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance, roomKeys: SFURoomKeys? = nil, logger: Logger
     ) throws {
+        self.roomKeys = roomKeys
         self.store = store
         self.policy = policy
         self.resolver = resolver
@@ -76,7 +81,7 @@ public final class SFUDirectory: @unchecked Sendable {
         return SFUNode(
             id: record.id, url: record.url, region: record.region, location: location, capacity: record.capacity,
             weight: record.weight, state: record.state, lastHeartbeat: nil,
-            reportedLoad: min(max(0, record.reportedLoad), SFUDirectory.maximumLoad))
+            reportedLoad: min(max(0, record.reportedLoad), SFUDirectory.maximumLoad), kind: record.kind)
     }
 
     func isFresh(_ node: SFUNode, now: MonotonicTime) -> Bool {
@@ -88,7 +93,7 @@ public final class SFUDirectory: @unchecked Sendable {
         guard let record = records[id] else { return nil }
         let node = nodes[id]
         let calls = placements.values.filter { $0.sfu == id }.count
-        return SFUView(record: record, node: node, fresh: node.map { isFresh($0, now: now) } ?? false, calls: calls)
+        return SFUView(record: record, node: node, fresh: node.map { isFresh($0, now: now) } ?? false, calls: calls, lastPoll: lastPolls[id])
     }
 }
 

@@ -10,6 +10,9 @@ public struct PlacementConfiguration: Sendable {
     public var fallback: GeoPoint
     /// The SFU seed file, if configured.
     public var seedFile: String?
+    /// How often pulled SFUs are polled, and how long one poll may take.
+    public var pollInterval: Duration
+    public var pollTimeout: Duration
 
     /// The resolver these settings describe.
     public var resolver: LocationResolver {
@@ -29,6 +32,8 @@ public struct PlacementConfiguration: Sendable {
         fallback = point
         let seed = try values.string("placement.sfu_seed_file")
         seedFile = seed.isEmpty ? nil : seed
+        pollInterval = .milliseconds(try values.int("placement.poll_interval_ms"))
+        pollTimeout = .milliseconds(try values.int("placement.poll_timeout_ms"))
         policy = PlacementPolicy(
             baseRTT: try values.double("placement.base_rtt_ms"), rttPerKilometer: try values.double("placement.rtt_per_km"),
             loadWeight: try values.double("placement.load_weight"), staleAfter: try values.milliseconds("placement.stale_after_ms"),

@@ -8,6 +8,7 @@ import SwitchboardAdmin
 import SwitchboardApp
 import SwitchboardAuth
 import SwitchboardCore
+import SwitchboardSFU
 import SwitchboardStore
 import SwitchboardTransport
 
@@ -52,6 +53,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     private var adminContext: DaemonAdminContext?
     /// The location table and placement (after ``start()``).
     public private(set) var directory: SFUDirectory?
+    /// Polls pulled SFUs (kind `janus`) for health and load (after ``start()``).
+    public private(set) var poller: SFUPoller?
     /// The call protocol (after ``start()``; `nil` when `connect.path` is empty).
     public private(set) var calls: CallHub?
     /// The clocks and id generator every component is built with.
@@ -118,7 +121,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let factory = PrometheusMetricsFactory(registry: registry)
         let directory = try SFUDirectory(
             store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
-            clock: clocks.monotonic, wallClock: clocks.wall, metricsFactory: factory, logger: logger)
+            clock: clocks.monotonic, wallClock: clocks.wall, metricsFactory: factory, roomKeys: try roomKeys(), logger: logger)
         let auth = configuration.auth
         let tokens = Blocking.wait { await JWTTokenService(configuration: auth) }
         try store.replaceRegions(configuration.placement.regions)
@@ -135,8 +138,13 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             for move in moves {
                 logger.notice("call moved off a failed SFU", metadata: ["call.cid": "\(move.callID)", "sfu.from": "\(move.from)", "sfu.to": "\(move.to.map(\.rawValue) ?? "none")"])
             }
-            DispatchQueue.global().async { calls?.sfusReassigned(moves, lookup: directory.assignment(of:)) }
+            DispatchQueue.global().async { calls?.sfusReassigned(moves, lookup: directory.current) }
         }
+        let poller = SFUPoller(
+            targets: directory.pollTargets, report: directory.polled,
+            janus: JanusAdminClient(http: AsyncHTTPPoster(), timeout: configuration.placement.pollTimeout),
+            interval: configuration.placement.pollInterval, wallClock: clocks.wall, logger: logger)
+        poller.start()
         do {
             try lock.withLock {
                 precondition(!started, "start() called twice")
@@ -145,12 +153,14 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 self.stateLock = stateLock
                 self.adminContext = context
                 self.directory = directory
+                self.poller = poller
                 self.calls = calls
                 try transport.start(sink: hub)
             }
         } catch {
             calls?.stop()
             hub.stop()
+            poller.stop()
             directory.stop()
             throw error
         }
@@ -160,6 +170,20 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 "url": "\(webSocketURL)", "admin": "\(adminURL)", "threads": "\(configuration.transport.serviceThreads)",
                 "store": "\(configuration.store.databasePath)",
             ])
+    }
+
+    /// The key Janus rooms, their secrets and session tokens are derived from: generated into
+    /// `<store.directory>/sfu-room.key` (mode 0600) at first start and kept, so rooms and tokens
+    /// stay the same across restarts.
+    private func roomKeys() throws -> SFURoomKeys {
+        let file = try PrivateStateFile.loadOrCreate(directory: configuration.store.directory, name: "sfu-room.key", what: "SFU room key") {
+            var generator = SystemRandomNumberGenerator()
+            return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        }
+        guard let keys = SFURoomKeys(key: Array(file.token.utf8)) else {
+            throw SwitchboardError(.invalidConfiguration, "\(file.path) must hold at least 32 bytes; delete it to have a new one generated")
+        }
+        return keys
     }
 
     /// The admin settings with the token resolved: with token auth and none configured, the one
@@ -205,6 +229,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         }
         calls?.stop()
         hub.stop()
+        lock.withLock { poller }?.stop()
         directory?.stop()
         lock.withLock { adminContext }?.install(nil)
         lock.withLock { stateLock = nil }

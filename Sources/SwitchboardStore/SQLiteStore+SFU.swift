@@ -47,15 +47,18 @@ extension SQLiteStore: SFUStore {
     private static func upsert(_ record: SFURecord, _ db: Database) throws {
         try db.execute(
             sql: """
-                INSERT INTO sfu (id, url, region, latitude, longitude, capacity, weight, state, secret, reported_load, last_heartbeat_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO sfu (id, url, region, latitude, longitude, capacity, weight, state, secret, reported_load, last_heartbeat_at,
+                  kind, admin_url, admin_secret_source)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET url = excluded.url, region = excluded.region, latitude = excluded.latitude,
                   longitude = excluded.longitude, capacity = excluded.capacity, weight = excluded.weight, state = excluded.state,
-                  secret = excluded.secret, reported_load = excluded.reported_load, last_heartbeat_at = excluded.last_heartbeat_at
+                  secret = excluded.secret, reported_load = excluded.reported_load, last_heartbeat_at = excluded.last_heartbeat_at,
+                  kind = excluded.kind, admin_url = excluded.admin_url, admin_secret_source = excluded.admin_secret_source
                 """,
             arguments: [
                 record.id.rawValue, record.url, record.region, record.latitude, record.longitude, record.capacity, record.weight,
                 record.state.rawValue, record.secret, record.reportedLoad, record.lastHeartbeatAt,
+                record.kind.rawValue, record.janus?.adminURL, record.janus?.adminSecret.description,
             ])
     }
 
@@ -74,11 +77,19 @@ extension SQLiteStore: SFUStore {
     }
 
     private static func sfu(_ row: Row) -> SFURecord? {
-        guard let id = SFUID(row["id"]), let state = SFUNode.State(rawValue: row["state"]) else { return nil }
+        guard let id = SFUID(row["id"]), let state = SFUNode.State(rawValue: row["state"]), let kind = SFUKind(rawValue: row["kind"])
+        else { return nil }
+        var janus: JanusAccess?
+        if kind == .janus {
+            // A Janus row without its admin access cannot be polled: skipped, like a row with a bad id.
+            guard let url: String = row["admin_url"], let text: String = row["admin_secret_source"], let source = SecretSource(stored: text)
+            else { return nil }
+            janus = JanusAccess(adminURL: url, adminSecret: source)
+        }
         return SFURecord(
             id: id, url: row["url"], region: row["region"], latitude: row["latitude"], longitude: row["longitude"],
             capacity: row["capacity"], weight: row["weight"], state: state, secret: row["secret"],
-            reportedLoad: row["reported_load"], lastHeartbeatAt: row["last_heartbeat_at"])
+            reportedLoad: row["reported_load"], lastHeartbeatAt: row["last_heartbeat_at"], kind: kind, janus: janus)
     }
 
     private static func placement(_ row: Row) -> PlacementRecord? {

@@ -54,6 +54,15 @@ enum StoreMigrations {
             }
         }
         migrator.registerMigration("v6_calls") { db in try createCallTables(db) }
+        migrator.registerMigration("v7_sfu_kinds") { db in
+            try db.alter(table: "sfu") { table in
+                table.add(column: "kind", .text).notNull().defaults(to: "heartbeat")
+                // Janus SFUs: the admin API's URL and where its secret is read from (`env:NAME`
+                // or `file:/path`); the secret itself is never stored.
+                table.add(column: "admin_url", .text)
+                table.add(column: "admin_secret_source", .text)
+            }
+        }
         return migrator
     }
 

@@ -38,16 +38,25 @@ public enum AdminTokenFile {
     /// The token in `directory/admin.token`, created with `generate()` if the file does not
     /// exist. Returns the token and the file's path; throws a ``TransportError`` naming the file.
     public static func loadOrCreate(directory: String, generate: () -> String) throws -> (token: String, path: String, created: Bool) {
+        try PrivateStateFile.loadOrCreate(directory: directory, name: "admin.token", what: "admin token", generate: generate)
+    }
+}
+
+/// A secret the daemon keeps in its state directory: one line, created mode 0600 at first start.
+public enum PrivateStateFile {
+    /// The first line of `directory/name` (at least 16 bytes), created with `generate()` if the
+    /// file does not exist. Throws a ``TransportError`` naming the file.
+    public static func loadOrCreate(directory: String, name: String, what: String, generate: () -> String) throws -> (token: String, path: String, created: Bool) {
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let path = (directory as NSString).appendingPathComponent("admin.token")
+        let path = (directory as NSString).appendingPathComponent(name)
         if let existing = try? String(contentsOfFile: path, encoding: .utf8) {
             let token = existing.split(whereSeparator: \.isNewline).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
-            guard token.utf8.count >= 16 else { throw TransportError("\(path) holds no admin token of at least 16 bytes; delete it to have a new one generated") }
+            guard token.utf8.count >= 16 else { throw TransportError("\(path) holds no \(what) of at least 16 bytes; delete it to have a new one generated") }
             return (token, path, false)
         }
         let token = generate()
         let result = sb_create_private_file(path, token + "\n")
-        guard result == 0 else { throw TransportError("cannot create the admin token file \(path): \(String(cString: sb_strerror(-result)))") }
+        guard result == 0 else { throw TransportError("cannot create the \(what) file \(path): \(String(cString: sb_strerror(-result)))") }
         return (token, path, true)
     }
 }

@@ -110,7 +110,7 @@ final class SQLiteStoreCallTests: XCTestCase, CallFixtures {
         try raw.close()
 
         let upgraded = try SQLiteStore(configuration: StoreConfiguration(directory: other.path))
-        XCTAssertEqual(SQLiteStore.knownMigrations.last, "v6_calls")
+        XCTAssertEqual(Array(SQLiteStore.knownMigrations.suffix(2)), ["v6_calls", "v7_sfu_kinds"], "v7 gives every SFU row a kind (heartbeat)")
         XCTAssertEqual(try upgraded.appliedMigrations(), SQLiteStore.knownMigrations)
         XCTAssertEqual(
             try upgraded.allSFUs(),

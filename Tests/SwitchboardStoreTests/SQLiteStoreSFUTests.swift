@@ -36,6 +36,19 @@ final class SQLiteStoreSFUTests: XCTestCase {
         XCTAssertEqual(try store.allSFUs(), [])
     }
 
+    func test_aJanusSFURoundTripsWithItsAdminURLAndTheSecretsSourceButNoSecret() throws {
+        var janus = record("janus-a")
+        janus.secret = nil
+        janus.kind = .janus
+        janus.janus = JanusAccess(adminURL: "http://10.0.0.5:7088/admin", adminSecret: .file("/run/secrets/janus-a"))
+        try store.saveSFU(janus)
+        try store.saveSFU(record("hb"))
+        XCTAssertEqual(try store.allSFUs(), [record("hb"), janus])
+        janus.janus = JanusAccess(adminURL: "https://janus-a.internal/admin", adminSecret: .environment("JANUS_A_SECRET"))
+        try store.saveSFU(janus)
+        XCTAssertEqual(try store.allSFUs().last, janus, "a replaced definition replaces the admin access")
+    }
+
     func test_placementsRoundTripWithTheirLocationHints() throws {
         let placement = PlacementRecord(
             callID: "default:c1", sfu: SFUID("a")!,

@@ -7,7 +7,7 @@ export ROOT
 # Debian packages the daemon builds and runs with.
 BUILD_PACKAGES=(pkg-config libwebsockets-dev libwebsockets-evlib-ev libev-dev libssl-dev libsqlite3-dev libcap-dev)
 # Extra packages the tests and benchmarks need.
-TEST_PACKAGES=(openssl python3 python3-venv python3-pip curl procps)
+TEST_PACKAGES=(openssl python3 python3-venv python3-pip curl procps janus)
 
 log() { printf '==> %s\n' "$*" >&2; }
 

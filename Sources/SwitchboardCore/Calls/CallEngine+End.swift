@@ -85,7 +85,17 @@ extension CallEngine {
         guard let call = calls[cid], call.record.isLive else { return }
         calls[cid]!.sfu = sfu
         log("call.sfu_changed", call, .object(["sfu": sfu.json]), now: now, out: &out)
-        out.notices.append(
-            CallNotice(type: "call.sfu_changed", cid: cid, data: .object(["call_cid": .string(cid.cid), "sfu": sfu.json]), connections: call.participantConnections))
+        guard sfu.room != nil else {
+            out.notices.append(
+                CallNotice(type: "call.sfu_changed", cid: cid, data: .object(["call_cid": .string(cid.cid), "sfu": sfu.json]), connections: call.participantConnections))
+            return
+        }
+        // With a room, each session gets its own token for it: one notice per session.
+        for session in call.sessions.values.sorted(by: { $0.sessionID < $1.sessionID }) {
+            let data: JSONValue = .object([
+                "call_cid": .string(cid.cid), "session_id": .string(session.sessionID.rawValue), "sfu": sfu.json(for: session.sessionID),
+            ])
+            out.notices.append(CallNotice(type: "call.sfu_changed", cid: cid, data: data, connections: [session.connection]))
+        }
     }
 }

@@ -45,7 +45,7 @@ extension CallEngine {
         guard case .object(var result) = calls[cid]!.stateJSON else { return .null }
         result["session_id"] = .string(session.sessionID.rawValue)
         result["role"] = .string(session.role.rawValue)
-        result["sfu"] = sfu?.json ?? .null
+        result["sfu"] = sfu?.json(for: session.sessionID) ?? .null
         return .object(result)
     }
 

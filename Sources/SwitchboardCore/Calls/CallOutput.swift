@@ -80,17 +80,51 @@ public struct CallOutput: Sendable, Equatable {
 /// An SFU as a call's participants see it.
 public struct SFUAssignment: Sendable, Equatable {
     public var id: String
+    public var kind: SFUKind
     public var url: String
     public var region: String?
+    /// Kinds with rooms (Janus): the call's room there, and the keys that grant its sessions entry.
+    public var room: SFURoomGrant?
 
-    public init(id: String, url: String, region: String?) {
+    public init(id: String, kind: SFUKind = .heartbeat, url: String, region: String?, room: SFURoomGrant? = nil) {
         self.id = id
+        self.kind = kind
         self.url = url
         self.region = region
+        self.room = room
     }
 
+    /// The assignment for `cid` on `node`: a Janus node gets the call's room.
+    public init(_ node: SFUNode, cid: String, keys: SFURoomKeys?) {
+        self.init(id: node.id.rawValue, kind: node.kind, url: node.url, region: node.region)
+        if node.kind == .janus, let keys { room = SFURoomGrant(id: keys.roomID(call: cid, sfu: node.id), keys: keys) }
+    }
+
+    /// As everyone sees it (call state, events, the log): no token.
     var json: JSONValue {
-        .object(["id": .string(id), "url": .string(url), "region": .optional(region)])
+        var fields: [String: JSONValue] = ["id": .string(id), "kind": .string(kind.rawValue), "url": .string(url), "region": .optional(region)]
+        if let room { fields["room"] = .number(Double(room.id)) }
+        return .object(fields)
+    }
+
+    /// As one participant session gets it: with its own access token and the room's PIN where
+    /// the kind has rooms.
+    func json(for session: SessionID) -> JSONValue {
+        guard let room, case .object(var fields) = json else { return json }
+        fields["token"] = .string(room.keys.token(room: room.id, session: session))
+        fields["pin"] = .string(room.keys.roomPIN(room.id))
+        return .object(fields)
+    }
+}
+
+/// A call's room on an SFU, and the keys its session tokens are made with.
+public struct SFURoomGrant: Sendable, Equatable {
+    public var id: UInt64
+    public var keys: SFURoomKeys
+
+    public init(id: UInt64, keys: SFURoomKeys) {
+        self.id = id
+        self.keys = keys
     }
 }
 

@@ -9,12 +9,19 @@ public struct SFUDefinition: Sendable, Equatable, Codable {
     public var longitude: Double?
     public var capacity: Int
     public var weight: Double?
+    /// Heartbeat SFUs only: the credential the SFU presents on heartbeats.
     public var secret: String?
+    /// `heartbeat` (the default) or `janus`; validated with the rest of the definition.
+    public var kind: String?
+    /// Janus SFUs only: the admin API and where its secret is read from.
+    public var janus: JanusDefinition?
 
     public init(
         id: String? = nil, url: String, region: String? = nil, latitude: Double? = nil, longitude: Double? = nil,
-        capacity: Int, weight: Double? = nil, secret: String? = nil
+        capacity: Int, weight: Double? = nil, secret: String? = nil, kind: String? = nil, janus: JanusDefinition? = nil
     ) {
+        self.kind = kind
+        self.janus = janus
         self.id = id
         self.url = url
         self.region = region
@@ -45,8 +52,32 @@ public struct SFUView: Sendable, Equatable, Codable {
     /// Calls placed on it.
     public var calls: Int
     public var hasSecret: Bool
+    public var kind: String
+    /// Where the load comes from: `heartbeat` (pushed by the SFU) or `poll` (pulled by Switchboard).
+    public var loadSource: String
+    /// Janus SFUs: the admin API and the secret's source (never the secret).
+    public var janus: JanusView?
+    /// Polled SFUs: when the last poll finished (wall clock) and how.
+    public var lastPollAt: Date?
+    public var lastPollOutcome: String?
 
-    public init(record: SFURecord, node: SFUNode?, fresh: Bool, calls: Int) {
+    /// The `janus` object of an SFU view.
+    public struct JanusView: Sendable, Equatable, Codable {
+        public var adminUrl: String
+        public var adminSecretFrom: String
+
+        public init(adminUrl: String, adminSecretFrom: String) {
+            self.adminUrl = adminUrl
+            self.adminSecretFrom = adminSecretFrom
+        }
+    }
+
+    public init(record: SFURecord, node: SFUNode?, fresh: Bool, calls: Int, lastPoll: SFUPollResult? = nil) {
+        kind = record.kind.rawValue
+        loadSource = record.kind == .heartbeat ? "heartbeat" : "poll"
+        janus = record.janus.map { JanusView(adminUrl: $0.adminURL, adminSecretFrom: $0.adminSecret.description) }
+        lastPollAt = lastPoll?.at
+        lastPollOutcome = lastPoll?.outcome.rawValue
         id = record.id.rawValue
         url = record.url
         region = record.region

@@ -27,11 +27,14 @@ public struct SFUNode: Sendable, Equatable {
     public var reportedLoad: Int
     /// Participants assigned since the last report: counted at once, so a burst cannot overfill it.
     public var pending: Int
+    public var kind: SFUKind
 
     public init(
         id: SFUID, url: String, region: String? = nil, location: GeoPoint, capacity: Int, weight: Double = 1,
-        state: State = .active, lastHeartbeat: MonotonicTime? = nil, reportedLoad: Int = 0, pending: Int = 0
+        state: State = .active, lastHeartbeat: MonotonicTime? = nil, reportedLoad: Int = 0, pending: Int = 0,
+        kind: SFUKind = .heartbeat
     ) {
+        self.kind = kind
         self.id = id
         self.url = url
         self.region = region

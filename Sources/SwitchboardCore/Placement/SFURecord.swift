@@ -12,14 +12,20 @@ public struct SFURecord: Sendable, Equatable, Codable {
     public var state: SFUNode.State
     /// Credential the SFU presents on heartbeats (`Authorization: Bearer …`); never returned.
     public var secret: String?
-    /// Last reported load and when (wall clock), for operators.
+    /// Last reported (or polled) load and when (wall clock), for operators.
     public var reportedLoad: Int
     public var lastHeartbeatAt: Date?
+    public var kind: SFUKind
+    /// Janus SFUs: how to reach the admin API (the secret's source, not the secret).
+    public var janus: JanusAccess?
 
     public init(
         id: SFUID, url: String, region: String?, latitude: Double, longitude: Double, capacity: Int, weight: Double = 1,
-        state: SFUNode.State = .active, secret: String? = nil, reportedLoad: Int = 0, lastHeartbeatAt: Date? = nil
+        state: SFUNode.State = .active, secret: String? = nil, reportedLoad: Int = 0, lastHeartbeatAt: Date? = nil,
+        kind: SFUKind = .heartbeat, janus: JanusAccess? = nil
     ) {
+        self.kind = kind
+        self.janus = janus
         self.id = id
         self.url = url
         self.region = region

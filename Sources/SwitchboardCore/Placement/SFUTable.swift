@@ -13,8 +13,14 @@ public struct SFUTable: Sendable, CallPlacer {
     public var resolver: LocationResolver
     /// The monotonic time the snapshot was taken (heartbeat freshness is judged at it).
     public var now: MonotonicTime
+    /// Makes the room and tokens of calls placed on SFUs with rooms (Janus).
+    public var roomKeys: SFURoomKeys?
 
-    public init(nodes: [SFUID: SFUNode], hasSFUs: Bool, policy: PlacementPolicy, resolver: LocationResolver, now: MonotonicTime) {
+    public init(
+        nodes: [SFUID: SFUNode], hasSFUs: Bool, policy: PlacementPolicy, resolver: LocationResolver, now: MonotonicTime,
+        roomKeys: SFURoomKeys? = nil
+    ) {
+        self.roomKeys = roomKeys
         self.nodes = nodes
         self.hasSFUs = hasSFUs
         self.policy = policy
@@ -37,11 +43,11 @@ public struct SFUTable: Sendable, CallPlacer {
         let decision = decide(callID: cid.cid, participants: hints, current: current.flatMap { SFUID($0.id) }, earlier: out.placed, at: wallNow)
         switch decision {
         case .kept(let node):
-            return Self.assignment(node)
+            return SFUAssignment(node, cid: cid.cid, keys: roomKeys)
         case .placed(let record, let node):
             out.mutations.append(.savePlacement(record))
             out.placed.append(record)
-            return Self.assignment(node)
+            return SFUAssignment(node, cid: cid.cid, keys: roomKeys)
         case .refused(let rejection):
             out.placementRefusals.append(rejection)
             throw SwitchboardError(.noSFUAvailable, "no SFU can take this call")
@@ -73,10 +79,6 @@ public struct SFUTable: Sendable, CallPlacer {
             callID: callID, sfu: chosen, locations: hints, sources: resolved.map(\.source), assignedAt: wallNow,
             reason: current == nil ? "placed" : "moved")
         return .placed(record, node)
-    }
-
-    static func assignment(_ node: SFUNode) -> SFUAssignment {
-        SFUAssignment(id: node.id.rawValue, url: node.url, region: node.region)
     }
 }
 

@@ -24,7 +24,7 @@ final class CallEngineJoinTests: XCTestCase {
 
         XCTAssertEqual(result["session_id"], .string("s-1"))
         XCTAssertEqual(result["role"], .string("initiator"))
-        XCTAssertEqual(result["sfu"], .object(["id": .string("sfu-fra-1"), "url": .string("wss://sfu-fra-1.example/sfu"), "region": .string("fra")]))
+        XCTAssertEqual(result["sfu"], .object(["id": .string("sfu-fra-1"), "kind": .string("heartbeat"), "url": .string("wss://sfu-fra-1.example/sfu"), "region": .string("fra")]))
         XCTAssertEqual(result["call"]?["cid"], .string("default:standup"))
         XCTAssertEqual(result["call"]?["created_by"], .string("alice"))
         XCTAssertEqual(result["call"]?["session"], .number(1))

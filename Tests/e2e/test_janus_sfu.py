@@ -1,0 +1,208 @@
+"""Janus SFUs whose health and load Switchboard pulls (issue #13, items 1, 2 and 7).
+
+Two real Janus 1.1.2 servers (Debian's package, started by ``janus_harness`` on 127.0.0.1 with
+free ports and token auth on) and the real daemon: Switchboard polls each Janus's admin API,
+counts its sessions as load, places calls on the nearer one, and when one is killed (SIGKILL)
+marks it down after ``placement.stale_after_ms`` and moves its calls, telling the participant
+with ``call.sfu_changed``. Every wait polls an answer or awaits a frame; nothing sleeps to wait.
+
+No media crosses these Janus servers here (that needs a network namespace; see
+shared notes): this is the control plane only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import connect
+
+from conftest import CALLS_API_SECRET, _launch, daemon_env, mint_token
+from janus_harness import JanusInstance
+
+ADMIN_PATTERN = re.compile(r"admin=http://127\.0\.0\.1:([0-9]+)")
+POLL_INTERVAL_MS = 200
+STALE_AFTER_MS = 1500
+WAIT_S = 20.0
+
+def admin_port(daemon) -> int:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        match = ADMIN_PATTERN.search(daemon.output.text())
+        if match:
+            return int(match.group(1))
+        daemon.output.finished.wait(0.05)
+    raise AssertionError(f"no admin URL in the daemon's output:\n{daemon.output.text()}")
+
+
+class Admin:
+    """The daemon's admin API (auth none on loopback, as the e2e daemons run)."""
+
+    def __init__(self, port: int) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
+
+    def sfu(self, sfu_id: str) -> dict:
+        status, body = self.call("GET", f"/v1/sfus/{sfu_id}")
+        assert status == 200, body
+        return body
+
+    def wait_sfu(self, sfu_id: str, predicate, what: str) -> dict:
+        """Polls GET /v1/sfus/{id} until ``predicate`` holds (bounded)."""
+        deadline = time.monotonic() + WAIT_S
+        view = self.sfu(sfu_id)
+        while not predicate(view):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{sfu_id}: {what} did not happen within {WAIT_S} s; last view {view}")
+            time.sleep(POLL_INTERVAL_MS / 4000)  # a polling cadence, not a wait for an outcome
+            view = self.sfu(sfu_id)
+        return view
+
+
+def janus_definition(sfu_id: str, janus: JanusInstance, region: str, secret_env: str) -> dict:
+    return {
+        "id": sfu_id, "kind": "janus", "url": janus.http_url, "region": region, "capacity": 50,
+        "janus": {"admin_url": janus.admin_url, "admin_secret_env": secret_env},
+    }
+
+
+@pytest.fixture
+def two_janus():
+    with JanusInstance() as a, JanusInstance() as b:
+        yield a, b
+
+
+@pytest.fixture
+def daemon_with_janus(tmp_path: Path, two_janus):
+    a, b = two_janus
+    env = daemon_env()
+    env["SWITCHBOARD_AUTH_API_SECRET"] = CALLS_API_SECRET
+    env["SWITCHBOARD_PLACEMENT_POLL_INTERVAL_MS"] = str(POLL_INTERVAL_MS)
+    env["SWITCHBOARD_PLACEMENT_POLL_TIMEOUT_MS"] = "500"
+    env["SWITCHBOARD_PLACEMENT_STALE_AFTER_MS"] = str(STALE_AFTER_MS)
+    env["JANUS_A_SECRET"] = a.admin_secret
+    env["JANUS_B_SECRET"] = b.admin_secret + "\n"  # a trailing newline, as a file or a shell would give it
+    env["JANUS_WRONG_SECRET"] = "not-the-secret"
+    for daemon in _launch(tmp_path, env):
+        yield daemon, Admin(admin_port(daemon)), a, b
+
+
+async def join(port: int, user: str, call_id: str, region: str):
+    """Opens /v1/connect as ``user`` and joins ``default:call_id`` from ``region``; returns the
+    socket and the join's answer."""
+    ws = await connect(f"ws://127.0.0.1:{port}/v1/connect")
+    await ws.send(json.dumps({"type": "auth", "token": mint_token(user)}))
+    ok = json.loads(await asyncio.wait_for(ws.recv(), WAIT_S))
+    assert ok["type"] == "connection.ok", ok
+    await ws.send(json.dumps({"id": 1, "type": "call.join", "data": {
+        "type": "default", "id": call_id, "create": True, "location": {"region": region}}}))
+    while True:
+        frame = json.loads(await asyncio.wait_for(ws.recv(), WAIT_S))
+        if frame.get("id") == 1:
+            assert frame["type"] == "response", frame
+            return ws, frame["data"]
+
+
+async def next_event(ws, kind: str) -> dict:
+    while True:
+        frame = json.loads(await asyncio.wait_for(ws.recv(), WAIT_S))
+        if frame.get("type") == kind:
+            return frame
+
+
+def test_janus_health_and_load_are_polled_and_a_wrong_secret_is_refused(daemon_with_janus):
+    daemon, admin, a, b = daemon_with_janus
+    status, created = admin.call("POST", "/v1/sfus", janus_definition("janus-a", a, "fra", "JANUS_A_SECRET"))
+    assert status == 201, created
+    assert created["kind"] == "janus" and created["load_source"] == "poll" and created["has_secret"] is False
+    assert created["janus"] == {"admin_url": a.admin_url, "admin_secret_from": "env:JANUS_A_SECRET"}
+    assert a.admin_secret not in json.dumps(created)
+
+    view = admin.wait_sfu("janus-a", lambda v: v.get("last_poll_outcome") == "ok" and v["fresh"], "a first answered poll")
+    assert view["load"] == 0 and view["state"] == "active"
+
+    # Two client sessions on Janus are its load.
+    a.add_token("load-token")
+    sessions = [a.open_session("load-token"), a.open_session("load-token")]
+    admin.wait_sfu("janus-a", lambda v: v["load"] == 2, "load 2 from two Janus sessions")
+    sessions[0].destroy()
+    admin.wait_sfu("janus-a", lambda v: v["load"] == 1, "load back to 1 after a session ended")
+
+    # A wrong admin secret: Janus refuses the poll, the SFU never becomes fresh.
+    status, _ = admin.call("POST", "/v1/sfus", janus_definition("janus-wrong", b, "ams", "JANUS_WRONG_SECRET"))
+    assert status == 201
+    view = admin.wait_sfu("janus-wrong", lambda v: v.get("last_poll_outcome") == "refused", "a refused poll")
+    assert view["fresh"] is False
+    # An unset variable: not polled at all.
+    status, _ = admin.call("POST", "/v1/sfus", janus_definition("janus-unset", b, "ams", "NO_SUCH_VARIABLE_SET"))
+    assert status == 201
+    admin.wait_sfu("janus-unset", lambda v: v.get("last_poll_outcome") == "no_secret", "a poll without a secret")
+
+    # Heartbeats are refused for a polled SFU, even with admin rights.
+    status, body = admin.call("POST", "/v1/sfus/janus-a/heartbeat", {"load": 3})
+    assert status == 409 and body["error"]["code"] == "conflict", body
+
+    # Bad definitions answer 400 naming the field.
+    bad = janus_definition("janus-bad", a, "fra", "JANUS_A_SECRET")
+    bad["janus"]["admin_secret_file"] = "/run/also"
+    status, body = admin.call("POST", "/v1/sfus", bad)
+    assert status == 400 and "admin_secret" in body["error"]["message"], body
+
+    metrics = urllib.request.urlopen(f"{admin.base}/metrics", timeout=10).read().decode()
+    ok_polls = re.search(r'^switchboard_sfu_polls_total\{outcome="ok"\} ([0-9]+)', metrics, re.M)
+    refused_polls = re.search(r'^switchboard_sfu_polls_total\{outcome="refused"\} ([0-9]+)', metrics, re.M)
+    assert ok_polls and int(ok_polls.group(1)) >= 3, metrics
+    assert refused_polls and int(refused_polls.group(1)) >= 1
+    for session in sessions[1:]:
+        session.destroy()
+
+
+def test_calls_go_to_the_nearer_janus_and_move_when_it_is_killed(daemon_with_janus):
+    daemon, admin, a, b = daemon_with_janus
+    for sfu_id, janus, region, env in (("janus-fra", a, "fra", "JANUS_A_SECRET"), ("janus-ams", b, "ams", "JANUS_B_SECRET")):
+        status, body = admin.call("POST", "/v1/sfus", janus_definition(sfu_id, janus, region, env))
+        assert status == 201, body
+        admin.wait_sfu(sfu_id, lambda v: v["fresh"], "a first answered poll")
+
+    async def scenario() -> None:
+        near_fra, joined_fra = await join(daemon.port, "alice", "in-frankfurt", "fra")
+        near_ams, joined_ams = await join(daemon.port, "bob", "in-amsterdam", "ams")
+        try:
+            assert joined_fra["sfu"]["id"] == "janus-fra" and joined_fra["sfu"]["kind"] == "janus", joined_fra["sfu"]
+            assert joined_fra["sfu"]["url"] == a.http_url
+            assert joined_ams["sfu"]["id"] == "janus-ams", joined_ams["sfu"]
+
+            killed_at = time.monotonic()
+            a.kill()
+            changed = await next_event(near_fra, "call.sfu_changed")
+            moved_after = time.monotonic() - killed_at
+            assert changed["data"]["call_cid"] == "default:in-frankfurt"
+            assert changed["data"]["sfu"]["id"] == "janus-ams" and changed["data"]["sfu"]["kind"] == "janus"
+            # Detection takes stale_after plus up to a quarter of it (the health check's period).
+            assert moved_after < (STALE_AFTER_MS * 1.25 + 2 * POLL_INTERVAL_MS) / 1000 + 2.0, moved_after
+        finally:
+            await near_fra.close()
+            await near_ams.close()
+
+    asyncio.run(scenario())
+    view = admin.sfu("janus-fra")
+    assert view["state"] == "down" and view["fresh"] is False
+    assert view["last_poll_outcome"] in ("failed", "timeout"), view
+    assert admin.sfu("janus-ams")["state"] == "active"
