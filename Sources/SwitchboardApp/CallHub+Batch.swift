@@ -159,6 +159,7 @@ extension CallHub {
             placement.committed(placed: calls.placed, released: calls.releasedPlacements, refusals: calls.placementRefusals)
         }
         for check in output.tokenChecks { verify(check) }
+        if let roomsChanged, touchesRooms(output) { roomsChanged() }
         metrics.record(output.calls.metrics, authFailures: output.authFailures, limited: output.limitedRequests)
         metrics.update(from: gateway)
     }

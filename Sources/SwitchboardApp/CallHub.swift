@@ -23,6 +23,8 @@ public final class CallHub: @unchecked Sendable {
     var tokenVerifier: (any TokenVerifier)?
     var transport: (any OutboundTransport)?
     var timer: (any DispatchSourceTimer)?
+    /// Told after a commit that changed what an SFU room should hold (the room reconciler's kick).
+    var roomsChanged: (@Sendable () -> Void)?
     /// Events queued by ``enqueue(_:)`` and whether a drain is scheduled (any thread).
     let inbox = Mutex(Inbox())
 

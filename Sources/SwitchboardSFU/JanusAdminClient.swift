@@ -33,9 +33,41 @@ public struct JanusAdminClient: Sendable {
         return answer.sessions.count
     }
 
+    /// The sessions whose handles were opened with one of `tokens` (`list_sessions`, then
+    /// `list_handles` and `handle_info` per session): one request per session and handle, so
+    /// only for the few tokens being revoked.
+    public func sessions(using tokens: Set<String>, _ access: JanusAccess, secret: String) async throws(JanusError) -> [UInt64] {
+        struct Sessions: Decodable { let sessions: [UInt64] }
+        struct Handles: Decodable { let handles: [UInt64] }
+        struct HandleInfo: Decodable {
+            struct Info: Decodable { let token: String? }
+            let info: Info
+        }
+        guard !tokens.isEmpty else { return [] }
+        let all: Sessions = try await request(access, secret: secret, verb: "list_sessions")
+        var found: [UInt64] = []
+        for session in all.sessions {
+            let handles: Handles
+            do { handles = try await request(access, secret: secret, verb: "list_handles", path: "/\(session)") } catch .refused { continue }
+            for handle in handles.handles {
+                guard let info: HandleInfo = try? await request(access, secret: secret, verb: "handle_info", path: "/\(session)/\(handle)") else { continue }
+                if let token = info.info.token, tokens.contains(token) {
+                    found.append(session)
+                    break
+                }
+            }
+        }
+        return found
+    }
+
+    /// Ends a Janus session at once: its handles leave their rooms and its media stops.
+    public func destroySession(_ session: UInt64, _ access: JanusAccess, secret: String) async throws(JanusError) {
+        let _: Ignored = try await request(access, secret: secret, verb: "destroy_session", path: "/\(session)")
+    }
+
     /// Sends `verb` with `fields` and decodes a success answer as `T`.
     func request<T: Decodable>(
-        _ access: JanusAccess, secret: String, verb: String, fields: [String: JSONValue] = [:]
+        _ access: JanusAccess, secret: String, verb: String, fields: [String: JSONValue] = [:], path: String = ""
     ) async throws(JanusError) -> T {
         let transaction = transactionIDs()
         var body = fields
@@ -46,7 +78,7 @@ public struct JanusAdminClient: Sendable {
         do { encoded = Array(try JSONEncoder().encode(JSONValue.object(body))) } catch { throw .failed("request encoding failed") }
         let answer: (status: Int, body: [UInt8])
         do {
-            answer = try await http.post(access.adminURL, body: encoded, timeout: timeout)
+            answer = try await http.post(access.adminURL + path, body: encoded, timeout: timeout)
         } catch {
             switch error {
             case .timeout: throw .timeout

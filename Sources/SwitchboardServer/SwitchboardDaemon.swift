@@ -55,6 +55,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     public private(set) var directory: SFUDirectory?
     /// Polls pulled SFUs (kind `janus`) for health and load (after ``start()``).
     public private(set) var poller: SFUPoller?
+    /// Keeps each Janus's rooms and tokens what the live calls need (after ``start()``).
+    public private(set) var rooms: JanusRoomReconciler?
     /// The call protocol (after ``start()``; `nil` when `connect.path` is empty).
     public private(set) var calls: CallHub?
     /// The clocks and id generator every component is built with.
@@ -140,11 +142,20 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             }
             DispatchQueue.global().async { calls?.sfusReassigned(moves, lookup: directory.current) }
         }
+        let janus = JanusAdminClient(http: AsyncHTTPPoster(), timeout: configuration.placement.pollTimeout)
         let poller = SFUPoller(
-            targets: directory.pollTargets, report: directory.polled,
-            janus: JanusAdminClient(http: AsyncHTTPPoster(), timeout: configuration.placement.pollTimeout),
-            interval: configuration.placement.pollInterval, wallClock: clocks.wall, logger: logger)
+            targets: directory.pollTargets, report: directory.polled, janus: janus, interval: configuration.placement.pollInterval,
+            wallClock: clocks.wall, logger: logger)
         poller.start()
+        let rooms = directory.roomKeys.map { keys in
+            JanusRoomReconciler(
+                targets: directory.pollTargets, desired: { await calls?.desiredRooms() ?? [:] }, keys: keys, janus: janus,
+                metricsFactory: factory, logger: logger)
+        }
+        if let rooms {
+            calls?.onRoomsChanged { rooms.kick() }
+            rooms.start(interval: configuration.placement.pollInterval)
+        }
         do {
             try lock.withLock {
                 precondition(!started, "start() called twice")
@@ -154,6 +165,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 self.adminContext = context
                 self.directory = directory
                 self.poller = poller
+                self.rooms = rooms
                 self.calls = calls
                 try transport.start(sink: hub)
             }
@@ -161,6 +173,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             calls?.stop()
             hub.stop()
             poller.stop()
+            rooms?.stop()
             directory.stop()
             throw error
         }
@@ -229,7 +242,9 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         }
         calls?.stop()
         hub.stop()
+        calls?.onRoomsChanged(nil)
         lock.withLock { poller }?.stop()
+        lock.withLock { rooms }?.stop()
         directory?.stop()
         lock.withLock { adminContext }?.install(nil)
         lock.withLock { stateLock = nil }

@@ -374,7 +374,7 @@ final class AdminCallRoutesLiveTests: XCTestCase {
         waitForFrame(containing: "session_id")
 
         let detail = get("/v1/calls/default/standup")
-        XCTAssertEqual(detail["sfu"] as? [String: String], ["id": "sfu-fra-1", "url": "wss://sfu-fra-1.example.net/ws", "region": "fra"])
+        XCTAssertEqual(detail["sfu"] as? [String: String], ["id": "sfu-fra-1", "kind": "heartbeat", "url": "wss://sfu-fra-1.example.net/ws", "region": "fra"])
         let session = try XCTUnwrap((detail["sessions"] as? [[String: Any]])?.first)
         XCTAssertEqual(session["user_id"] as? String, "alice")
         let connection = try XCTUnwrap((get("/v1/connections")["connections"] as? [[String: Any]])?.first)

@@ -16,12 +16,6 @@ final class CallHubPlacementTests: XCTestCase {
     private var hub: CallHub!
     private var serial: UInt64 = 0
 
-    private struct Verifier: TokenVerifier {
-        func verify(_ token: String) async throws(SwitchboardError) -> UserToken {
-            UserToken(userID: token, issuedAt: Date(), expiresAt: Date(timeIntervalSinceNow: 3600))
-        }
-    }
-
     override func setUpWithError() throws {
         directory = try SFUDirectory(
             store: sfuStore, policy: PlacementPolicy(staleAfter: .seconds(10)),
@@ -31,7 +25,7 @@ final class CallHubPlacementTests: XCTestCase {
         _ = try directory.heartbeat(SFUID("sfu-fra")!, load: 0, credential: nil, isAdmin: true)
         hub = CallHub(
             queue: DispatchQueue(label: "test.calls"), configuration: CallConfiguration(), store: store, placement: directory,
-            tokenVerifier: Verifier(), logger: logger)
+            tokenVerifier: UserIDTokenVerifier(), logger: logger)
         try hub.start(transport: transport)
     }
 

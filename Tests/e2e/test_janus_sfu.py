@@ -13,6 +13,8 @@ shared notes): this is the control plane only.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import re
 import time
@@ -206,3 +208,131 @@ def test_calls_go_to_the_nearer_janus_and_move_when_it_is_killed(daemon_with_jan
     assert view["state"] == "down" and view["fresh"] is False
     assert view["last_poll_outcome"] in ("failed", "timeout"), view
     assert admin.sfu("janus-ams")["state"] == "active"
+
+
+class CallSocket:
+    """One /v1/connect socket: requests answered by id, events kept in order."""
+
+    def __init__(self, ws) -> None:
+        self.ws = ws
+        self.next_id = 100
+        self.events: list[dict] = []
+
+    @classmethod
+    async def open(cls, port: int, user: str) -> "CallSocket":
+        ws = await connect(f"ws://127.0.0.1:{port}/v1/connect")
+        await ws.send(json.dumps({"type": "auth", "token": mint_token(user)}))
+        ok = json.loads(await asyncio.wait_for(ws.recv(), WAIT_S))
+        assert ok["type"] == "connection.ok", ok
+        return cls(ws)
+
+    async def request(self, kind: str, data: dict) -> dict:
+        self.next_id += 1
+        rid = self.next_id
+        await self.ws.send(json.dumps({"id": rid, "type": kind, "data": data}))
+        while True:
+            frame = json.loads(await asyncio.wait_for(self.ws.recv(), WAIT_S))
+            if frame.get("id") == rid:
+                assert frame["type"] == "response", frame
+                return frame["data"]
+            self.events.append(frame)
+
+
+def room_secret(state_dir: Path, room: int) -> str:
+    """The secret Switchboard derives for ``room`` (HMAC-SHA256 of the daemon's sfu-room.key),
+    so the test can make a room exactly as Switchboard would for a call it never committed."""
+    key = (state_dir / "sfu-room.key").read_text().splitlines()[0].encode()
+    return hmac.new(key, f"secret\0{room}".encode(), hashlib.sha256).hexdigest()[:48]
+
+
+def wait_for(predicate, what: str):
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {WAIT_S} s")
+        time.sleep(0.05)  # a polling cadence, not a wait for an outcome
+
+
+def switchboard_rooms(janus: JanusInstance) -> dict[int, dict]:
+    return {room["room"]: room for room in janus.videoroom({"request": "list"})["list"]
+            if room["description"].startswith("switchboard ")}
+
+
+def janus_tokens(janus: JanusInstance) -> set[str]:
+    return {entry["token"] for entry in janus.list_tokens()}
+
+
+def test_switchboard_provisions_a_room_per_call_and_a_token_per_session(daemon_with_janus, tmp_path: Path):
+    daemon, admin, a, _ = daemon_with_janus
+    status, body = admin.call("POST", "/v1/sfus", janus_definition("janus-fra", a, "fra", "JANUS_A_SECRET"))
+    assert status == 201, body
+    admin.wait_sfu("janus-fra", lambda v: v["fresh"], "a first answered poll")
+
+    # An orphan: a room made as Switchboard makes them, for a call that was never committed.
+    orphan = 987654321
+    a.videoroom({"request": "create", "room": orphan, "secret": room_secret(tmp_path / "data", orphan),
+                 "description": "switchboard default:never-committed", "is_private": False, "permanent": False})
+    # An operator's own room and token are not Switchboard's business.
+    a.videoroom({"request": "create", "room": 42, "description": "operator's room", "is_private": False, "permanent": False})
+    a.add_token("operator-token")
+    wait_for(lambda: orphan not in switchboard_rooms(a), "the orphan room's removal by the reconciler")
+
+    async def scenario() -> None:
+        alice = await CallSocket.open(daemon.port, "alice")
+        bob = await CallSocket.open(daemon.port, "bob")
+        try:
+            joined = await alice.request("call.join", {"type": "default", "id": "standup", "create": True, "location": {"region": "fra"}})
+            sfu = joined["sfu"]
+            assert sfu["kind"] == "janus" and isinstance(sfu["room"], int) and 0 < sfu["room"] < 2**53, sfu
+            assert sfu["token"].startswith("sb1.") and sfu["pin"], sfu
+            room, alice_token = sfu["room"], sfu["token"]
+            assert "token" not in joined["call"]["sfu"] and "pin" not in joined["call"]["sfu"]
+
+            created = wait_for(lambda: switchboard_rooms(a).get(room), "the call's room on Janus")
+            assert created["description"] == "switchboard default:standup"
+            assert created["max_publishers"] == 100, created  # call type default: max_participants 100
+            assert created["pin_required"] is True
+            wait_for(lambda: alice_token in janus_tokens(a), "alice's token on Janus")
+
+            # Janus itself enforces it: the token opens a session and publishes with the PIN ...
+            session = a.open_session(alice_token)
+            handle = session.attach()
+            session.message(handle, {"request": "join", "ptype": "publisher", "room": room, "token": alice_token,
+                                     "pin": sfu["pin"], "display": "alice"})
+            event = session.wait_event(lambda e: e.get("plugindata", {}).get("data", {}).get("videoroom") in ("joined", "event"))
+            assert event["plugindata"]["data"]["videoroom"] == "joined", event
+            # ... a guessed token cannot even open a session, and a wrong PIN is refused.
+            guessed = a.create_session("sb1." + "0" * 32)
+            assert guessed["janus"] == "error" and guessed["error"]["code"] == 403, guessed
+            other = a.open_session(alice_token)
+            other_handle = other.attach()
+            other.message(other_handle, {"request": "join", "ptype": "subscriber", "room": room, "pin": "wrong", "feed": 1})
+            refused = other.wait_event(lambda e: "plugindata" in e)
+            assert refused["plugindata"]["data"].get("error_code") == 433, refused
+
+            bob_joined = await bob.request("call.join", {"type": "default", "id": "standup", "location": {"region": "fra"}})
+            bob_token = bob_joined["sfu"]["token"]
+            assert bob_token != alice_token and bob_joined["sfu"]["room"] == room
+            wait_for(lambda: bob_token in janus_tokens(a), "bob's token on Janus")
+            await bob.request("call.leave", {"type": "default", "id": "standup"})
+            wait_for(lambda: bob_token not in janus_tokens(a), "bob's token revoked at leave")
+            assert alice_token in janus_tokens(a)
+
+            await alice.request("call.end", {"type": "default", "id": "standup"})
+            wait_for(lambda: room not in switchboard_rooms(a), "the room destroyed at call end")
+            wait_for(lambda: alice_token not in janus_tokens(a), "alice's token revoked at call end")
+        finally:
+            await alice.ws.close()
+            await bob.ws.close()
+
+    asyncio.run(scenario())
+    assert 42 in {room["room"] for room in a.videoroom({"request": "list"})["list"]}, "the operator's room is left alone"
+    assert "operator-token" in janus_tokens(a)
+    metrics = urllib.request.urlopen(f"{admin.base}/metrics", timeout=10).read().decode()
+    for series, least in (('switchboard_sfu_rooms_total{action="created"}', 1), ('switchboard_sfu_rooms_total{action="destroyed"}', 1),
+                          ('switchboard_sfu_rooms_total{action="reconciled"}', 1), ('switchboard_sfu_tokens_total{action="revoked"}', 2)):
+        match = re.search(rf"^{re.escape(series)} ([0-9]+)", metrics, re.M)
+        assert match and int(match.group(1)) >= least, (series, metrics)

@@ -91,7 +91,7 @@ extension CallDetail {
         }
         return .object([
             "call": call.adminJSON, "members": .array(members), "sessions": .array(sessions), "events": .array(events),
-            "sfu": sfu.map { .object(["id": .string($0.id), "url": .string($0.url), "region": .optional($0.region)]) } ?? .null,
+            "sfu": sfu?.json ?? .null,
         ])
     }
 }

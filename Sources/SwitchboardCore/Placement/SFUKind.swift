@@ -190,3 +190,21 @@ public enum HTTPPostError: Error, Sendable, Equatable {
     /// Connection refused or reset, TLS failure, a bad URL: the text says which.
     case failed(String)
 }
+
+/// A room Switchboard wants on an SFU with rooms: for a live call placed there, with the
+/// participant sessions that may enter it now.
+public struct DesiredRoom: Sendable, Equatable {
+    public var room: UInt64
+    /// The call's cid (`type:id`), for the room's description and the log.
+    public var call: String
+    /// Publishers the room takes (the call type's participant limit).
+    public var publishers: Int
+    public var sessions: [SessionID]
+
+    public init(room: UInt64, call: String, publishers: Int, sessions: [SessionID]) {
+        self.room = room
+        self.call = call
+        self.publishers = publishers
+        self.sessions = sessions
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Logging
+import SwitchboardCore
+import SwitchboardSFU
+import XCTest
+
+/// The room reconciler against an in-memory Janus: what the calls want, and nothing else of
+/// Switchboard's, whatever Janus held before.
+final class JanusRoomReconcilerTests: XCTestCase {
+    private let keys = SFURoomKeys(key: Array("0123456789abcdef0123456789abcdef".utf8))!
+    private var janus: FakeJanus!
+    private var wanted: Wanted!
+    private let target = SFUPollTarget(id: SFUID("janus-a")!, janus: JanusAccess(adminURL: "http://janus-a.test/admin", adminSecret: .environment("S")))
+
+    override func setUp() {
+        janus = FakeJanus(url: "http://janus-a.test/admin", adminSecret: "admin-secret")
+        wanted = Wanted()
+    }
+
+    private func reconciler() -> JanusRoomReconciler {
+        JanusRoomReconciler(
+            targets: { [target] in [target] }, desired: { [wanted] in wanted!.rooms }, keys: keys,
+            janus: JanusAdminClient(http: janus, timeout: .seconds(1)), secrets: SecretReader(environment: { $0 == "S" ? "admin-secret" : nil }),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    private func room(_ call: String, sessions: [String], publishers: Int = 4) -> DesiredRoom {
+        DesiredRoom(room: keys.roomID(call: call, sfu: target.id), call: call, publishers: publishers, sessions: sessions.map { SessionID($0) })
+    }
+
+    private func token(_ call: String, _ session: String) -> String { keys.token(room: keys.roomID(call: call, sfu: target.id), session: SessionID(session)) }
+
+    func test_aCallsRoomIsCreatedWithItsSecretPINSizeAndTokensAndAQuietRunChangesNothing() async throws {
+        let standup = room("default:standup", sessions: ["s1", "s2"], publishers: 10)
+        wanted.rooms = [target.id: [standup]]
+        let sync = reconciler()
+        let report = try await sync.reconcile(target, rooms: [standup])
+        XCTAssertEqual(report.roomsCreated, 1)
+        XCTAssertEqual(report.tokensAdded, 2)
+        let state = janus.state
+        let created = try XCTUnwrap(state.rooms[standup.room])
+        XCTAssertEqual(created.secret, keys.roomSecret(standup.room))
+        XCTAssertEqual(created.pin, keys.roomPIN(standup.room))
+        XCTAssertEqual(created.publishers, 10)
+        XCTAssertEqual(created.description, "switchboard default:standup")
+        XCTAssertEqual(created.allowed, [token("default:standup", "s1"), token("default:standup", "s2")])
+        XCTAssertEqual(state.tokens, created.allowed)
+
+        _ = janus.takeVerbs()
+        let again = try await sync.reconcile(target, rooms: [standup])
+        XCTAssertEqual(again, RoomReconciliation())
+        XCTAssertEqual(janus.takeVerbs(), ["list_tokens", "list"], "an unchanged room costs no request of its own")
+    }
+
+    func test_aSessionThatLeftLosesItsTokenItsPlaceInTheRoomAndItsJanusSession() async throws {
+        let sync = reconciler()
+        _ = try await sync.reconcile(target, rooms: [room("default:standup", sessions: ["s1", "s2"])])
+        janus.addSession(9001, token: token("default:standup", "s2"))
+        janus.addSession(9002, token: token("default:standup", "s1"))
+        let report = try await sync.reconcile(target, rooms: [room("default:standup", sessions: ["s1"])])
+        XCTAssertEqual(report.tokensRevoked, 1)
+        XCTAssertEqual(report.sessionsEvicted, 1)
+        XCTAssertEqual(report.allowedListsChanged, 1)
+        let state = janus.state
+        XCTAssertEqual(state.tokens, [token("default:standup", "s1")])
+        XCTAssertEqual(state.sessions.keys.sorted(), [9002], "only the revoked token's Janus session is ended")
+        XCTAssertEqual(state.rooms.values.first?.allowed, [token("default:standup", "s1")])
+    }
+
+    func test_endedCallsRoomsAndOrphansGoButAnOperatorsRoomsAndTokensStay() async throws {
+        let sync = reconciler()
+        _ = try await sync.reconcile(target, rooms: [room("default:a", sessions: ["s1"]), room("default:b", sessions: ["s2"])])
+        let orphan = keys.roomID(call: "default:never-committed", sfu: target.id)
+        janus.setRoom(orphan, .init(secret: keys.roomSecret(orphan), description: "switchboard default:never-committed", publishers: 3, allowed: []))
+        janus.setRoom(42, .init(secret: "theirs", description: "operator's room", publishers: 3, allowed: []))
+        janus.setRoom(43, .init(secret: "not-derived", description: "switchboard lookalike", publishers: 3, allowed: []))
+        janus.addToken("operator-token")
+
+        let report = try await sync.reconcile(target, rooms: [room("default:a", sessions: ["s1"])])
+        XCTAssertEqual(report.roomsDestroyed, 1, "default:b ended")
+        XCTAssertEqual(report.orphansDestroyed, 1)
+        XCTAssertEqual(report.tokensRevoked, 1)
+        let state = janus.state
+        XCTAssertEqual(Set(state.rooms.keys), [keys.roomID(call: "default:a", sfu: target.id), 42, 43], "a room that refuses the derived secret is left alone")
+        XCTAssertEqual(state.tokens, [token("default:a", "s1"), "operator-token"])
+    }
+
+    func test_aRestartedJanusGetsEverythingBackAndAnUnreachableOneFailsAlone() async throws {
+        wanted.rooms = [target.id: [room("default:a", sessions: ["s1", "s2"])]]
+        let sync = reconciler()
+        _ = await sync.reconcileAll()
+        janus.restart()
+        let results = await sync.reconcileAll()
+        XCTAssertEqual(try results[target.id]?.get().roomsCreated, 1)
+        XCTAssertEqual(janus.state.tokens.count, 2)
+
+        janus.down = true
+        let failed = await sync.reconcileAll()
+        guard case .failure(.failed) = failed[target.id] else { return XCTFail("\(String(describing: failed[target.id]))") }
+    }
+}
+
+final class Wanted: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: [SFUID: [DesiredRoom]] = [:]
+    var rooms: [SFUID: [DesiredRoom]] {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
+    }
+}
