@@ -136,22 +136,26 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         context.install(AdminRoutes.router(configuration: try adminConfiguration(), context: context))
         // The hub is ready before the first connection can arrive.
         hub.start(transport: transport, admin: context, tokens: tokens)
-        directory.start { [logger] moves in
-            for move in moves {
-                logger.notice("call moved off a failed SFU", metadata: ["call.cid": "\(move.callID)", "sfu.from": "\(move.from)", "sfu.to": "\(move.to.map(\.rawValue) ?? "none")"])
-            }
-            DispatchQueue.global().async { calls?.sfusReassigned(moves, lookup: directory.current) }
-        }
         let janus = JanusAdminClient(http: AsyncHTTPPoster(), timeout: configuration.placement.pollTimeout)
-        let poller = SFUPoller(
-            targets: directory.pollTargets, report: directory.polled, janus: janus, interval: configuration.placement.pollInterval,
-            wallClock: clocks.wall, logger: logger)
-        poller.start()
         let rooms = directory.roomKeys.map { keys in
             JanusRoomReconciler(
                 targets: directory.pollTargets, desired: { await calls?.desiredRooms() ?? [:] }, keys: keys, janus: janus,
                 metricsFactory: factory, logger: logger)
         }
+        directory.start { [logger] moves in
+            for move in moves {
+                logger.notice("call moved off a failed SFU", metadata: ["call.cid": "\(move.callID)", "sfu.from": "\(move.from)", "sfu.to": "\(move.to.map(\.rawValue) ?? "none")"])
+            }
+            DispatchQueue.global().async {
+                calls?.sfusReassigned(moves, lookup: directory.current)
+                // The moved calls want rooms on their new SFUs now, not at the next periodic run.
+                rooms?.kick()
+            }
+        }
+        let poller = SFUPoller(
+            targets: directory.pollTargets, report: directory.polled, janus: janus, interval: configuration.placement.pollInterval,
+            wallClock: clocks.wall, logger: logger)
+        poller.start()
         if let rooms {
             calls?.onRoomsChanged { rooms.kick() }
             rooms.start(interval: configuration.placement.pollInterval)

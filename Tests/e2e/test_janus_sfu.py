@@ -197,6 +197,11 @@ def test_calls_go_to_the_nearer_janus_and_move_when_it_is_killed(daemon_with_jan
             moved_after = time.monotonic() - killed_at
             assert changed["data"]["call_cid"] == "default:in-frankfurt"
             assert changed["data"]["sfu"]["id"] == "janus-ams" and changed["data"]["sfu"]["kind"] == "janus"
+            assert changed["data"]["session_id"] == joined_fra["session_id"]
+            new_room, new_token = changed["data"]["sfu"]["room"], changed["data"]["sfu"]["token"]
+            assert new_room != joined_fra["sfu"]["room"] and new_token != joined_fra["sfu"]["token"], "a new room and token"
+            wait_for(lambda: new_room in switchboard_rooms(b), "the moved call's new room on the other Janus")
+            wait_for(lambda: new_token in janus_tokens(b), "the moved session's new token on the other Janus")
             # Detection takes stale_after plus up to a quarter of it (the health check's period).
             assert moved_after < (STALE_AFTER_MS * 1.25 + 2 * POLL_INTERVAL_MS) / 1000 + 2.0, moved_after
         finally:
