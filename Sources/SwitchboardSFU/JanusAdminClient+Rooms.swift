@@ -92,8 +92,13 @@ extension JanusAdminClient {
     }
 
     /// Stops accepting `token`: the next request of every session using it is refused.
+    /// A token Janus does not hold counts as removed (Janus answers its generic 490 then).
     public func removeToken(_ access: JanusAccess, secret: String, token: String) async throws(JanusError) {
-        let _: Ignored = try await request(access, secret: secret, verb: "remove_token", fields: ["token": .string(token)])
+        do {
+            let _: Ignored = try await request(access, secret: secret, verb: "remove_token", fields: ["token": .string(token)])
+        } catch .refused(let code, _) where code == 490 {
+            return
+        }
     }
 
     /// Sends a VideoRoom request through `message_plugin` and decodes its `response`.
