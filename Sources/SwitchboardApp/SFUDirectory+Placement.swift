@@ -107,7 +107,8 @@ extension SFUDirectory {
             candidates[chosen]?.pending += max(1, placement.locations.count)
             moves.append(PlacementRecord(
                 callID: placement.callID, sfu: chosen, locations: placement.locations, sources: resolved.map(\.source),
-                assignedAt: wallClock(), reason: "failover"))
+                assignedAt: wallClock(), reason: "failover",
+                room: candidates[chosen].flatMap { SFUAssignment($0, cid: placement.callID, keys: roomKeys).room?.id }))
         }
         do { try store.failover(down: dead, moves: moves) } catch { throw storeFailure(error) }
         nodes = candidates

@@ -66,13 +66,13 @@ extension SQLiteStore: SFUStore {
         let locations = String(decoding: try JSONEncoder().encode(record.locations), as: UTF8.self)
         try db.cachedStatement(
             sql: """
-                INSERT INTO call_placement (call_id, sfu_id, locations, sources, assigned_at, reason) VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO call_placement (call_id, sfu_id, locations, sources, assigned_at, reason, room) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(call_id) DO UPDATE SET sfu_id = excluded.sfu_id, locations = excluded.locations,
-                  sources = excluded.sources, assigned_at = excluded.assigned_at, reason = excluded.reason
+                  sources = excluded.sources, assigned_at = excluded.assigned_at, reason = excluded.reason, room = excluded.room
                 """
         ).execute(arguments: [
             record.callID, record.sfu.rawValue, locations, record.sources.map(\.rawValue).joined(separator: ","),
-            StoredTime.text(record.assignedAt), record.reason,
+            StoredTime.text(record.assignedAt), record.reason, record.room.map { Int64(bitPattern: $0) },
         ])
     }
 
@@ -100,6 +100,6 @@ extension SQLiteStore: SFUStore {
         return PlacementRecord(
             callID: row["call_id"], sfu: id, locations: locations,
             sources: sources.split(separator: ",").compactMap { LocationSource(rawValue: String($0)) },
-            assignedAt: row["assigned_at"], reason: row["reason"])
+            assignedAt: row["assigned_at"], reason: row["reason"], room: (row["room"] as Int64?).map { UInt64(bitPattern: $0) })
     }
 }

@@ -62,6 +62,10 @@ enum StoreMigrations {
                 table.add(column: "admin_url", .text)
                 table.add(column: "admin_secret_source", .text)
             }
+            // A call placed on a Janus: its VideoRoom room there.
+            try db.alter(table: "call_placement") { table in
+                table.add(column: "room", .integer)
+            }
         }
         return migrator
     }

@@ -148,4 +148,27 @@ final class SFUDirectoryJanusTests: XCTestCase {
             CallCID(type: "default", id: "k1")!, participants: [LocationHint(region: "fra")], current: nil, now: wallNow, out: &out)
         XCTAssertEqual(assignment, SFUAssignment(id: "janus-a", kind: .janus, url: "ws://janus-a.test:8188/", region: "fra"))
     }
+
+    func test_theStoreRecordsTheRoomOfACallOnAJanusAndTheNewRoomAfterAFailover() throws {
+        let keys = SFURoomKeys(key: Array(repeating: 5, count: 32))!
+        directory = try SFUDirectory(
+            store: store, policy: PlacementPolicy(staleAfter: .seconds(10)),
+            resolver: LocationResolver(regions: RegionTable.builtin.points, fallback: RegionTable.builtin.point(of: "fra")!),
+            clock: clock, wallClock: { [wallNow] in wallNow }, roomKeys: keys, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        _ = try directory.create(janus("janus-a", region: "fra"))
+        _ = try directory.create(janus("janus-b", region: "ams"))
+        for target in directory.pollTargets() { directory.polled(target, ok(0)) }
+        directory.settle()
+        let placed = try directory.place(callID: "default:c1", participants: [LocationHint(region: "fra")], commit: store.commit)
+        XCTAssertEqual(placed.room, keys.roomID(call: "default:c1", sfu: SFUID("janus-a")!))
+        XCTAssertEqual(try store.allPlacements().first?.room, placed.room)
+
+        clock.advance(by: .seconds(6))
+        directory.polled(directory.pollTargets()[1], ok(0))
+        directory.settle()
+        clock.advance(by: .seconds(5))
+        XCTAssertEqual(directory.checkHealth().first?.to, SFUID("janus-b"))
+        XCTAssertEqual(try store.allPlacements().first?.room, keys.roomID(call: "default:c1", sfu: SFUID("janus-b")!), "the failover stores the new room")
+        XCTAssertEqual(directory.current(CallCID(cid: "default:c1")!)?.room?.id, keys.roomID(call: "default:c1", sfu: SFUID("janus-b")!))
+    }
 }

@@ -55,10 +55,15 @@ public struct PlacementRecord: Sendable, Equatable, Codable {
     public var assignedAt: Date
     /// Why it is on this SFU: `placed` or `failover`.
     public var reason: String
+    /// On SFUs with rooms (Janus): the call's room there (derived from the call, the SFU and the
+    /// daemon's key; kept so the store says which room a call holds).
+    public var room: UInt64?
 
     public init(
-        callID: String, sfu: SFUID, locations: [LocationHint], sources: [LocationSource] = [], assignedAt: Date, reason: String
+        callID: String, sfu: SFUID, locations: [LocationHint], sources: [LocationSource] = [], assignedAt: Date, reason: String,
+        room: UInt64? = nil
     ) {
+        self.room = room
         self.callID = callID
         self.sfu = sfu
         self.locations = locations

@@ -77,7 +77,7 @@ public struct SFUTable: Sendable, CallPlacer {
         }
         let record = PlacementRecord(
             callID: callID, sfu: chosen, locations: hints, sources: resolved.map(\.source), assignedAt: wallNow,
-            reason: current == nil ? "placed" : "moved")
+            reason: current == nil ? "placed" : "moved", room: SFUAssignment(node, cid: callID, keys: roomKeys).room?.id)
         return .placed(record, node)
     }
 }

@@ -207,15 +207,20 @@ extension CallStoreContract {
     func placementsCommitWithTheirBatchAndGoWithIt() throws {
         let store = try makeStore()
         let standup = call("standup")
-        func placed(_ id: String, on sfu: String) -> CallMutation {
+        func placed(_ id: String, on sfu: String, room: UInt64? = nil) -> CallMutation {
             .savePlacement(PlacementRecord(
                 callID: "default:\(id)", sfu: SFUID(sfu)!, locations: [LocationHint(region: "fra")], sources: [.region],
-                assignedAt: Date(timeIntervalSince1970: 1_800_000_000), reason: "placed"))
+                assignedAt: Date(timeIntervalSince1970: 1_800_000_000), reason: "placed", room: room))
         }
         try store.apply([.saveCall(standup), placed("standup", on: "sfu-fra")])
         XCTAssertEqual(try placements(store), ["default:standup": "sfu-fra"])
         try store.apply([placed("standup", on: "sfu-ams")])
         XCTAssertEqual(try placements(store), ["default:standup": "sfu-ams"], "a later placement replaces it")
+        // A Janus room id (up to 2^53) reads back exactly; a move to a heartbeat SFU clears it.
+        try store.apply([placed("standup", on: "janus-fra", room: (1 << 53) - 1)])
+        XCTAssertEqual(try placements(store), ["default:standup": "janus-fra#9007199254740991"])
+        try store.apply([placed("standup", on: "sfu-ams")])
+        XCTAssertEqual(try placements(store), ["default:standup": "sfu-ams"])
         let refused = session("s\u{0}1", "other", "bob")
         XCTAssertThrowsError(try store.apply([placed("other", on: "sfu-fra"), .saveSession(refused)]))
         XCTAssertEqual(try placements(store), ["default:standup": "sfu-ams"], "a refused batch places nothing")

@@ -15,6 +15,11 @@ struct CallStoreContract: CallFixtures {
     /// SFU directory reads them at start).
     let placements: (any CallStore) throws -> [String: String]
 
+    /// A placement as the contract compares it: `sfu` or `sfu#room`.
+    static func placed(_ record: PlacementRecord) -> String {
+        record.room.map { "\(record.sfu.rawValue)#\($0)" } ?? record.sfu.rawValue
+    }
+
     // MARK: - Assertions
 
     /// Within a microsecond: a stored time read back through a calendar may be off in its last bits.

@@ -43,7 +43,7 @@ final class SQLiteCallStoreContractTests: XCTestCase, CallStoreContractCases {
         CallStoreContract(
             makeStore: { [unowned self] in try SQLiteStore(configuration: StoreConfiguration(directory: try self.temporaryDirectory())) },
             placements: { store in
-                try Dictionary(uniqueKeysWithValues: (store as! SQLiteStore).allPlacements().map { ($0.callID, $0.sfu.rawValue) })
+                try Dictionary(uniqueKeysWithValues: (store as! SQLiteStore).allPlacements().map { ($0.callID, CallStoreContract.placed($0)) })
             })
     }
 
@@ -84,7 +84,7 @@ final class InMemoryCallStoreContractTests: XCTestCase, CallStoreContractCases {
     private let contract = CallStoreContract(
         makeStore: { InMemoryCallStore() },
         placements: { store in
-            Dictionary(uniqueKeysWithValues: (store as! InMemoryCallStore).committedPlacements.map { ($0.key.cid, $0.value.sfu.rawValue) })
+            Dictionary(uniqueKeysWithValues: (store as! InMemoryCallStore).committedPlacements.map { ($0.key.cid, CallStoreContract.placed($0.value)) })
         })
 
     func test_everyRecordTypeRoundTripsWithAllItsFields() throws { try contract.everyRecordTypeRoundTripsWithAllItsFields() }
