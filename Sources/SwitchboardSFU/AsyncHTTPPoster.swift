@@ -5,14 +5,37 @@ import SwitchboardCore
 /// ``HTTPPoster`` over async-http-client: a maintained HTTP/1.1 and HTTP/2 client with TLS
 /// certificate verification on, timeouts, and a connection pool, on its own event loops (never
 /// the signaling or call queues).
+///
+/// Its client fails a request at once when the connection is refused (no retrying of the
+/// connection until the deadline, async-http-client's default): a dead SFU answers "failed" in
+/// milliseconds, and follows no redirects.
 public struct AsyncHTTPPoster: HTTPPoster {
     let client: HTTPClient
     /// The largest answer read; a longer one is a failure, not a memory hazard.
     let maximumBody: Int
 
-    public init(client: HTTPClient = .shared, maximumBody: Int = 4 << 20) {
+    /// A poster with a client of its own (``makeClient()``); call ``shutdown()`` when done.
+    public init(maximumBody: Int = 4 << 20) {
+        self.init(client: Self.makeClient(), maximumBody: maximumBody)
+    }
+
+    public init(client: HTTPClient, maximumBody: Int = 4 << 20) {
         self.client = client
         self.maximumBody = maximumBody
+    }
+
+    /// Closes the client's connections. Call from outside its event loops (the daemon's stop).
+    public func shutdown() {
+        try? client.syncShutdown()
+    }
+
+    /// A client for SFU adapters: connection refusals fail at once, no redirects.
+    public static func makeClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration(
+            certificateVerification: .fullVerification, redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(10), read: .seconds(30)))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 
     public func post(_ url: String, body: [UInt8], timeout: Duration) async throws(HTTPPostError) -> (status: Int, body: [UInt8]) {

@@ -47,7 +47,11 @@ public final class JanusRoomReconciler: Sendable {
         var known: [SFUID: Set<UInt64>] = [:]
         /// The `allowed` list last applied per room, so an unchanged room costs no request.
         var applied: [SFUID: [UInt64: Set<String>]] = [:]
-        var rounds = 0
+        /// Runs per Janus (every ``verifyEvery``-th forgets what was applied).
+        var runs: [SFUID: Int] = [:]
+        /// Janus servers with a run under way, and those kicked meanwhile.
+        var running: Set<SFUID> = []
+        var dirty: Set<SFUID> = []
     }
 
     /// Every this many runs the `allowed` lists are re-applied whatever was applied before.
@@ -73,11 +77,6 @@ public final class JanusRoomReconciler: Sendable {
     @discardableResult
     public func reconcileAll() async -> [SFUID: Result<RoomReconciliation, JanusError>] {
         let wanted = await desired()
-        let verify = state.withLock { state in
-            state.rounds += 1
-            return state.rounds % Self.verifyEvery == 0
-        }
-        if verify { state.withLock { $0.applied = [:] } }
         return await withTaskGroup(of: (SFUID, Result<RoomReconciliation, JanusError>).self) { group in
             for target in targets() {
                 let rooms = wanted[target.id] ?? []
@@ -105,7 +104,11 @@ public final class JanusRoomReconciler: Sendable {
         var wantedTokens: [UInt64: Set<String>] = [:]
         for room in rooms { wantedTokens[room.room] = Set(room.sessions.map { keys.token(room: room.room, session: $0) }) }
         let allWanted = wantedTokens.values.reduce(into: Set<String>()) { $0.formUnion($1) }
-        state.withLock { $0.known[target.id, default: []].formUnion(rooms.map(\.room)) }
+        state.withLock { state in
+            state.known[target.id, default: []].formUnion(rooms.map(\.room))
+            state.runs[target.id, default: 0] += 1
+            if state.runs[target.id]! % Self.verifyEvery == 0 { state.applied[target.id] = nil }
+        }
 
         // Tokens first, so a room's allowed list never names a token Janus refuses.
         let present = Set(try await janus.listTokens(access, secret: secret).filter { $0.hasPrefix(SFURoomKeys.tokenPrefix) })
@@ -179,15 +182,51 @@ public final class JanusRoomReconciler: Sendable {
         return report
     }
 
+    /// Reconciles `target` with what the calls want now, again while kicks came meanwhile.
+    private func runUntilClean(_ target: SFUPollTarget) async {
+        while true {
+            let rooms = await desired()[target.id] ?? []
+            do throws(JanusError) {
+                _ = try await reconcile(target, rooms: rooms)
+            } catch {
+                logger.warning("SFU room reconciliation failed; will retry", metadata: ["sfu.id": "\(target.id)", "error": "\(error)"])
+            }
+            let again = state.withLock { state -> Bool in
+                if state.dirty.remove(target.id) != nil { return true }
+                state.running.remove(target.id)
+                return false
+            }
+            if !again || Task.isCancelled { return }
+        }
+    }
+
     /// Asks for a run soon (after a commit that placed, moved or ended a call with a room, or
     /// admitted or removed one of its sessions). Kicks while a run is under way fold into one.
     public func kick() { kicks.yield() }
 
     /// Runs at once (the start-up reconciliation), after every ``kick()``, and every `interval`.
+    /// Each Janus is reconciled on its own: one that answers slowly (or not at all) delays only
+    /// its own next run, never another Janus's (a kick while a Janus's run is under way makes
+    /// that Janus run once more when it ends).
     public func start(interval: Duration) {
         let stream = self.stream
         let runner = Task { [self] in
-            for await _ in stream { await reconcileAll() }
+            await withDiscardingTaskGroup { group in
+                for await _ in stream {
+                    for target in targets() {
+                        let startRun = state.withLock { state -> Bool in
+                            if state.running.contains(target.id) {
+                                state.dirty.insert(target.id)
+                                return false
+                            }
+                            state.running.insert(target.id)
+                            return true
+                        }
+                        guard startRun else { continue }
+                        group.addTask { await self.runUntilClean(target) }
+                    }
+                }
+            }
         }
         let ticker = Task { [kicks] in
             while !Task.isCancelled {

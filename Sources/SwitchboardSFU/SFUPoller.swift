@@ -6,7 +6,7 @@ import SwitchboardCore
 /// Pulls the health and load of every pulled SFU (kind `janus`) every `interval`, each poll
 /// bounded by the client's timeout, all SFUs of a round polled concurrently. It runs on Swift
 /// concurrency's executors: never on the signaling or call queues, and a slow or dead SFU
-/// delays nothing but its own next poll. Results go to `report` (the SFU directory), which
+/// delays nothing but its own next poll (``start()`` polls each SFU independently). Results go to `report` (the SFU directory), which
 /// turns an answer into a fresh load and leaves staleness to mark a silent SFU down.
 public final class SFUPoller: Sendable {
     let targets: @Sendable () -> [SFUPollTarget]
@@ -17,6 +17,8 @@ public final class SFUPoller: Sendable {
     let interval: Duration
     let logger: Logger
     private let task = LockedTask()
+    /// SFUs with a poll under way.
+    private let inFlight = Mutex<Set<SFUID>>([])
 
     public init(
         targets: @escaping @Sendable () -> [SFUPollTarget], report: @escaping @Sendable (SFUPollTarget, SFUPollResult) -> Void,
@@ -72,17 +74,28 @@ public final class SFUPoller: Sendable {
         return SFUPollResult(outcome: outcome, at: wallClock(), detail: detail)
     }
 
-    /// Starts polling every `interval` (a round that runs long delays the next, never overlaps it).
+    /// Starts polling: every `interval`, each SFU whose previous poll has finished is polled
+    /// again. SFUs are polled independently, so one that answers slowly (or times out) never
+    /// delays the polls of the others, and one SFU never has two polls in flight.
     public func start() {
         task.replace(Task { [self] in
-            while !Task.isCancelled {
-                await pollOnce()
-                try? await Task.sleep(for: interval)
+            await withDiscardingTaskGroup { group in
+                while !Task.isCancelled {
+                    for target in targets() where inFlight.withLock({ $0.insert(target.id).inserted }) {
+                        group.addTask {
+                            let result = await self.poll(target)
+                            self.inFlight.withLock { _ = $0.remove(target.id) }
+                            self.report(target, result)
+                        }
+                    }
+                    try? await Task.sleep(for: interval)
+                }
+                group.cancelAll()
             }
         })
     }
 
-    /// Stops polling; a round under way is cancelled.
+    /// Stops polling; polls under way are cancelled.
     public func stop() {
         task.replace(nil)
     }

@@ -34,6 +34,13 @@ public struct PlacementConfiguration: Sendable {
         seedFile = seed.isEmpty ? nil : seed
         pollInterval = .milliseconds(try values.int("placement.poll_interval_ms"))
         pollTimeout = .milliseconds(try values.int("placement.poll_timeout_ms"))
+        let staleAfter = try values.milliseconds("placement.stale_after_ms")
+        // A polled SFU must get an answered poll in within stale_after, or a healthy one goes down.
+        guard pollInterval + pollTimeout < staleAfter else {
+            throw SwitchboardError(
+                .invalidConfiguration,
+                "placement.poll_timeout_ms: placement.poll_interval_ms + placement.poll_timeout_ms must be below placement.stale_after_ms")
+        }
         policy = PlacementPolicy(
             baseRTT: try values.double("placement.base_rtt_ms"), rttPerKilometer: try values.double("placement.rtt_per_km"),
             loadWeight: try values.double("placement.load_weight"), staleAfter: try values.milliseconds("placement.stale_after_ms"),

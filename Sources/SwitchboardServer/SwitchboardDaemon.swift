@@ -55,6 +55,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     public private(set) var directory: SFUDirectory?
     /// Polls pulled SFUs (kind `janus`) for health and load (after ``start()``).
     public private(set) var poller: SFUPoller?
+    /// The SFU adapters' HTTP client (after ``start()``; shut down at the end of ``shutdown()``).
+    private var httpClient: AsyncHTTPPoster?
     /// Keeps each Janus's rooms and tokens what the live calls need (after ``start()``).
     public private(set) var rooms: JanusRoomReconciler?
     /// The call protocol (after ``start()``; `nil` when `connect.path` is empty).
@@ -136,7 +138,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         context.install(AdminRoutes.router(configuration: try adminConfiguration(), context: context))
         // The hub is ready before the first connection can arrive.
         hub.start(transport: transport, admin: context, tokens: tokens)
-        let janus = JanusAdminClient(http: AsyncHTTPPoster(), timeout: configuration.placement.pollTimeout)
+        let httpClient = AsyncHTTPPoster()
+        let janus = JanusAdminClient(http: httpClient, timeout: configuration.placement.pollTimeout)
         let rooms = directory.roomKeys.map { keys in
             JanusRoomReconciler(
                 targets: directory.pollTargets, desired: { await calls?.desiredRooms() ?? [:] }, keys: keys, janus: janus,
@@ -169,6 +172,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 self.adminContext = context
                 self.directory = directory
                 self.poller = poller
+                self.httpClient = httpClient
                 self.rooms = rooms
                 self.calls = calls
                 try transport.start(sink: hub)
@@ -178,6 +182,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             hub.stop()
             poller.stop()
             rooms?.stop()
+            httpClient.shutdown()
             directory.stop()
             throw error
         }
@@ -249,6 +254,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         calls?.onRoomsChanged(nil)
         lock.withLock { poller }?.stop()
         lock.withLock { rooms }?.stop()
+        lock.withLock { httpClient }?.shutdown()
         directory?.stop()
         lock.withLock { adminContext }?.install(nil)
         lock.withLock { stateLock = nil }

@@ -100,6 +100,62 @@ final class JanusRoomReconcilerTests: XCTestCase {
     }
 }
 
+/// Janus servers are reconciled on their own: one that hangs does not hold up another's kicks.
+final class JanusRoomReconcilerIndependenceTests: XCTestCase {
+    func test_aHangingJanusDoesNotHoldUpTheOthersRuns() async throws {
+        let keys = SFURoomKeys(key: Array(repeating: 4, count: 32))!
+        let fake = FakeJanus(url: "http://ok.test/admin", adminSecret: "s")
+        let http = Routing(fake: fake, hungURL: "http://hung.test/admin")
+        let ok = SFUPollTarget(id: SFUID("ok")!, janus: JanusAccess(adminURL: "http://ok.test/admin", adminSecret: .environment("S")))
+        let hung = SFUPollTarget(id: SFUID("hung")!, janus: JanusAccess(adminURL: "http://hung.test/admin", adminSecret: .environment("S")))
+        let wanted = Wanted()
+        func room(_ call: String) -> DesiredRoom {
+            DesiredRoom(room: keys.roomID(call: call, sfu: ok.id), call: call, publishers: 4, sessions: [SessionID("s1")])
+        }
+        wanted.rooms = [ok.id: [room("default:a")]]
+        let sync = JanusRoomReconciler(
+            targets: { [ok, hung] }, desired: { wanted.rooms }, keys: keys,
+            janus: JanusAdminClient(http: http, timeout: .seconds(3600)), secrets: SecretReader(environment: { _ in "s" }),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        sync.start(interval: .seconds(3600))
+        defer { sync.stop() }
+        try await waitUntil { fake.state.rooms.count == 1 }
+        wanted.rooms = [ok.id: [room("default:a"), room("default:b")]]
+        sync.kick()
+        try await waitUntil { fake.state.rooms.count == 2 }
+        XCTAssertEqual(http.hungRequests, 1, "the hung Janus has its one run under way, and no second")
+    }
+
+    private func waitUntil(_ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return XCTFail("not within 20 s") }
+            try await Task.sleep(for: .milliseconds(5))  // a polling cadence, not a wait for an outcome
+        }
+    }
+}
+
+/// `hungURL` never answers (until cancelled); everything else goes to the fake Janus.
+private final class Routing: HTTPPoster, @unchecked Sendable {
+    let fake: FakeJanus
+    let hungURL: String
+    private let lock = NSLock()
+    private var hung = 0
+    var hungRequests: Int { lock.withLock { hung } }
+
+    init(fake: FakeJanus, hungURL: String) {
+        self.fake = fake
+        self.hungURL = hungURL
+    }
+
+    func post(_ url: String, body: [UInt8], timeout: Duration) async throws(HTTPPostError) -> (status: Int, body: [UInt8]) {
+        guard url.hasPrefix(hungURL) else { return try await fake.post(url, body: body, timeout: timeout) }
+        lock.withLock { hung += 1 }
+        try? await Task.sleep(for: .seconds(3600))
+        throw .timeout
+    }
+}
+
 final class Wanted: @unchecked Sendable {
     private let lock = NSLock()
     private var value: [SFUID: [DesiredRoom]] = [:]

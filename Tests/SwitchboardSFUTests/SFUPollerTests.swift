@@ -65,3 +65,61 @@ final class Reports: @unchecked Sendable {
     var all: [(SFUPollTarget, SFUPollResult)] { lock.withLock { items } }
     func append(_ target: SFUPollTarget, _ result: SFUPollResult) { lock.withLock { items.append((target, result)) } }
 }
+
+/// Polls on their own: one Janus that hangs never holds up another's polls, and the real HTTP
+/// client reports a refused connection as a failure at once, not as a timeout.
+final class SFUPollerIndependenceTests: XCTestCase {
+    func test_aHangingSFUDoesNotHoldUpTheOthersPolls() async throws {
+        let http = HangingFor(url: "http://hung.test/admin", then: ScriptedHTTPPoster())
+        http.inner.answer("http://ok.test/admin", json: try JanusFixtures.body("admin_list_sessions"))
+        let reports = Reports()
+        let targets = ["ok", "hung"].map { SFUPollTarget(id: SFUID($0)!, janus: JanusAccess(adminURL: "http://\($0).test/admin", adminSecret: .environment("S"))) }
+        let poller = SFUPoller(
+            targets: { targets }, report: reports.append,
+            janus: JanusAdminClient(http: http, timeout: .seconds(60), transactionIDs: { "rec-admin_list_sessions" }),
+            secrets: SecretReader(environment: { _ in "s" }), interval: .milliseconds(5),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        poller.start()
+        defer { poller.stop() }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while reports.all.filter({ $0.0.id.rawValue == "ok" }).count < 5, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))  // a polling cadence, not a wait for an outcome
+        }
+        XCTAssertGreaterThanOrEqual(reports.all.filter { $0.0.id.rawValue == "ok" }.count, 5, "the answering SFU is polled again and again")
+        XCTAssertEqual(reports.all.filter { $0.0.id.rawValue == "hung" }.count, 0, "the hung one's single poll is still under way")
+        XCTAssertEqual(http.hungRequests, 1, "never two polls in flight for one SFU")
+    }
+
+    func test_aRefusedConnectionIsAFailureNotATimeout() async throws {
+        let poster = AsyncHTTPPoster()
+        defer { poster.shutdown() }
+        // Port 1 (tcpmux) on loopback: nothing listens there, the kernel refuses at once.
+        do {
+            _ = try await poster.post("http://127.0.0.1:1/admin", body: Array("{}".utf8), timeout: .seconds(30))
+            XCTFail("nothing listens there")
+        } catch {
+            guard case .failed = error else { return XCTFail("\(error): a refused connection must fail at once, not wait out the deadline") }
+        }
+    }
+}
+
+/// Answers every URL from `inner`, but `url` never answers until the request is cancelled.
+final class HangingFor: HTTPPoster, @unchecked Sendable {
+    let url: String
+    let inner: ScriptedHTTPPoster
+    private let lock = NSLock()
+    private var hung = 0
+    var hungRequests: Int { lock.withLock { hung } }
+
+    init(url: String, then inner: ScriptedHTTPPoster) {
+        self.url = url
+        self.inner = inner
+    }
+
+    func post(_ url: String, body: [UInt8], timeout: Duration) async throws(HTTPPostError) -> (status: Int, body: [UInt8]) {
+        guard url == self.url else { return try await inner.post(url, body: body, timeout: timeout) }
+        lock.withLock { hung += 1 }
+        try? await Task.sleep(for: .seconds(3600))
+        throw .timeout
+    }
+}

@@ -66,6 +66,18 @@ final class ConfigurationLoaderTests: XCTestCase {
         XCTAssertEqual(small.transport.outboxBytes, 69632)
     }
 
+    func test_aPolledSFUMustBeAbleToAnswerWithinStaleAfter() throws {
+        let defaults = try load()
+        XCTAssertEqual(defaults.placement.pollInterval, .seconds(1))
+        XCTAssertEqual(defaults.placement.pollTimeout, .seconds(1))
+        assertFails(
+            #"{"placement":{"stale_after_ms":1000,"poll_interval_ms":200,"poll_timeout_ms":900}}"#,
+            naming: "placement.poll_timeout_ms", "placement.stale_after_ms")
+        assertFails(environment: ["SWITCHBOARD_PLACEMENT_POLL_INTERVAL_MS": "15000"], naming: "placement.poll_interval_ms")
+        let tight = try load(#"{"placement":{"stale_after_ms":1000,"poll_interval_ms":200,"poll_timeout_ms":300}}"#)
+        XCTAssertEqual(tight.placement.pollTimeout, .milliseconds(300))
+    }
+
     // MARK: Defaults and the shipped file
 
     func test_theBuiltInDefaultsAreTheDocumentedValues() throws {

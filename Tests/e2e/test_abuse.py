@@ -610,11 +610,23 @@ def test_partial_messages_are_bounded_over_all_sockets(start_daemon) -> None:
     monitor = ResourceMonitor(daemon, "partial messages")
     first = RawWebSocket.frame(b'{"type":"OFFER","pad":"' + b"x" * 999_977, 0x1, fin=False)
     sockets = [peerjs_socket(daemon, f"part-{tag}-{n}") for n in range(48)]
+    # A socket past the budget is closed while its frame is still arriving: the rest of the
+    # frame can then meet a closed connection (EPIPE, or a reset that also drops the 1013 close
+    # frame the daemon sent), depending on how far the daemon had read when it closed.
+    cut_off = []
     for ws in sockets:
-        ws.send_raw(first)
-    held, codes = [], collections.Counter()
+        try:
+            ws.send_raw(first)
+        except (BrokenPipeError, ConnectionResetError):
+            cut_off.append(ws)
+    held, codes, reset = [], collections.Counter(), 0
     for ws in sockets:
-        closed, before = ws.read_for(0.3)
+        try:
+            closed, before = ws.read_for(0.3)
+        except ConnectionResetError:
+            assert ws in cut_off, "only a socket cut off while sending is reset"
+            reset += 1
+            continue
         assert not before
         if closed is None:
             held.append(ws)
@@ -622,7 +634,9 @@ def test_partial_messages_are_bounded_over_all_sockets(start_daemon) -> None:
             codes[(closed.code, closed.reason)] += 1
     monitor.check()
     assert 1 <= len(held) <= PARTIAL_BUDGET // 1_000_000, f"{len(held)} sockets hold a partial message"
-    assert codes == {(1013, "server busy: too many partial messages"): 48 - len(held)}, codes
+    assert codes == {(1013, "server busy: too many partial messages"): 48 - len(held) - reset}, codes
+    # Every socket not held was closed by the daemon with 1013, whether or not its close frame
+    # survived a reset.
     assert daemon.metrics().get('switchboard_closes_total{code="1013"}', 0) >= 48 - len(held)
     for ws in held:
         ws.close()
