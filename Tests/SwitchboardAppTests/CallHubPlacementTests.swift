@@ -36,9 +36,7 @@ final class CallHubPlacementTests: XCTestCase {
     private func connect(_ user: String) -> ConnectionID {
         serial += 1
         let socket = ConnectionID(thread: 0, serial: serial)
-        let before = transport.commands.count
-        hub.queue.sync { hub.receive([.opened(socket, WebSocketUpgrade(path: "/v1/connect", query: ["token": user]))]) }
-        _ = transport.waitForCommands(count: before + 1)
+        hub.connectForTesting(socket, user: user, transport: transport)
         return socket
     }
 
