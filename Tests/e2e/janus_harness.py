@@ -68,217 +68,46 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Iterable
 
-VIDEOROOM = "janus.plugin.videoroom"
-HTTP_TRANSPORT = "janus.transport.http"
-
-#: The modules every instance loads: (folder kind, library file name).
-MODULES = (("plugins", "libjanus_videoroom.so"), ("transports", "libjanus_http.so"))
+# The config and HTTP helpers live in janus_config.py and janus_api.py; they are
+# re-exported here so that ``from janus_harness import …`` keeps working for every name.
+from janus_api import (  # noqa: F401
+    DEFAULT_REQUEST_TIMEOUT_S,
+    LONG_POLL_HOLD_S,
+    ClientSession,
+    JanusAPI,
+    JanusError,
+    http_json,
+    new_transaction,
+    raise_for_error,
+)
+from janus_config import (  # noqa: F401
+    HTTP_TRANSPORT,
+    MODULES,
+    VIDEOROOM,
+    _release_rtp_range,
+    allocate_rtp_range,
+    find_modules,
+    free_tcp_ports,
+    janus_binary,
+    janus_version,
+    render_jcfg,
+)
 
 DEFAULT_START_TIMEOUT_S = 15.0
 DEFAULT_STOP_TIMEOUT_S = 10.0
-DEFAULT_REQUEST_TIMEOUT_S = 5.0
-#: Janus's HTTP transport holds a long-poll GET for up to 30 s when no event is queued.
-LONG_POLL_HOLD_S = 30.0
 _START_ATTEMPTS = 3
 
-# Requests to 127.0.0.1 must never go through a proxy named in the environment.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
-
-class JanusError(Exception):
-    """An error answer from Janus: the core's ``error`` object or a plugin's ``error_code``."""
-
-    def __init__(self, code: int | None, reason: str, answer: Any) -> None:
-        super().__init__(f"Janus error {code}: {reason}")
-        self.code = code
-        self.reason = reason
-        self.answer = answer
-
-
-def new_transaction() -> str:
-    """A random transaction id, as every Janus request carries one."""
-    return secrets.token_hex(8)
-
-
-def janus_binary() -> str:
-    """The ``janus`` executable: ``$TEST_JANUS_BIN``, else the one on ``PATH``."""
-    explicit = os.environ.get("TEST_JANUS_BIN")
-    if explicit:
-        return explicit
-    found = shutil.which("janus")
-    if not found:
-        raise FileNotFoundError("janus not found on PATH (apt-get install -y janus)")
-    return found
-
-
-def janus_version(binary: str | None = None) -> str:
-    """The version line of ``janus --help``, e.g. ``1102 (1.1.2)``."""
-    out = subprocess.run(
-        [binary or janus_binary(), "--help"], capture_output=True, text=True, timeout=10
-    ).stdout
-    for line in out.splitlines():
-        if line.startswith("Janus version:"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
-def find_modules() -> dict[str, Path]:
-    """Map each library name in ``MODULES`` to its file, as listed by ``dpkg -L janus``.
-
-    Falls back to the usual multiarch folder when dpkg does not know the package
-    (e.g. a Janus built from source and named by ``TEST_JANUS_BIN``).
-    """
-    wanted = {name: kind for kind, name in MODULES}
-    found: dict[str, Path] = {}
-    try:
-        listing = subprocess.run(
-            ["dpkg", "-L", "janus"], capture_output=True, text=True, timeout=10, check=True
-        ).stdout.splitlines()
-    except (OSError, subprocess.SubprocessError):
-        listing = []
-    for line in listing:
-        path = Path(line.strip())
-        kind = wanted.get(path.name)
-        if kind and path.parent.name == kind:
-            found[path.name] = path
-    for name, kind in wanted.items():
-        if name not in found:
-            for candidate in Path("/usr/lib").glob(f"*/janus/{kind}/{name}"):
-                found[name] = candidate
-                break
-    missing = sorted(set(wanted) - set(found))
-    if missing:
-        raise FileNotFoundError(f"Janus modules not found: {', '.join(missing)}")
-    return {name: path.resolve() for name, path in found.items()}
-
-
-def free_tcp_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct TCP ports the kernel reports free on ``host`` right now.
-
-    All sockets are held open until every port is chosen, so the ports differ.
-    Another process may still take one before Janus binds it; the instance
-    notices (it never becomes ready) and retries with new ports.
-    """
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-_rtp_lock = threading.Lock()
-_rtp_in_use: set[int] = set()
-
-
-def _udp_port_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def allocate_rtp_range(size: int = 100, host: str = "0.0.0.0") -> tuple[int, int]:
-    """A UDP port range for ``media.rtp_port_range`` that no other instance of this process uses.
-
-    Blocks of ``size`` ports between 20000 and 59999 are picked at random (so two test
-    processes rarely pick the same one) and checked for a free first and last port.
-    """
-    with _rtp_lock:
-        bases = [b for b in range(20000, 60000 - size, size) if b not in _rtp_in_use]
-        random.shuffle(bases)
-        for base in bases:
-            if _udp_port_free(host, base) and _udp_port_free(host, base + size - 1):
-                _rtp_in_use.add(base)
-                return base, base + size - 1
-    raise RuntimeError("no free RTP port range")
-
-
-def _release_rtp_range(port_range: tuple[int, int] | None) -> None:
-    if port_range:
-        with _rtp_lock:
-            _rtp_in_use.discard(port_range[0])
-
-
-def _jcfg_value(value: Any) -> str:
-    """One value in Janus's libconfig syntax (``.jcfg``)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_jcfg_value(v) for v in value) + "]"
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
-
-
-def render_jcfg(sections: dict[str, dict[str, Any]]) -> str:
-    """A ``.jcfg`` file from ``{section: {key: value}}``; keys whose value is None are left out."""
-    lines = ["# Written by Tests/e2e/janus_harness.py for one test instance."]
-    for section, items in sections.items():
-        lines.append(f"{section}: {{")
-        for key, value in items.items():
-            if value is not None:
-                lines.append(f"\t{key} = {_jcfg_value(value)}")
-        lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def http_json(
-    method: str,
-    url: str,
-    body: dict | None = None,
-    timeout: float = DEFAULT_REQUEST_TIMEOUT_S,
-) -> tuple[int, str]:
-    """One HTTP request; returns (status, body text), also for 4xx/5xx answers."""
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    try:
-        with _OPENER.open(request, timeout=timeout) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode(errors="replace")
-
-
-def raise_for_error(answer: dict) -> dict:
-    """Return ``answer`` unless it is an error: the core's ``{"janus":"error","error":{...}}``
-    or a plugin's ``error_code`` inside ``plugindata.data`` (client API) or ``response``
-    (admin ``message_plugin``)."""
-    if answer.get("janus") == "error":
-        error = answer.get("error", {})
-        raise JanusError(error.get("code"), error.get("reason", ""), answer)
-    inner = answer.get("response")
-    if inner is None:
-        inner = answer.get("plugindata", {}).get("data")
-    if isinstance(inner, dict) and "error_code" in inner:
-        raise JanusError(inner["error_code"], inner.get("error", ""), answer)
-    return answer
-
-
-class JanusInstance:
+class JanusInstance(JanusAPI):
     """A Janus process with a private config folder, free ports and token auth.
 
     Attributes after ``start()`` (or entering the ``with`` block): ``http_url``
@@ -544,168 +373,3 @@ class JanusInstance:
             return self.log_path.read_text(errors="replace") if self.log_path else ""
         except FileNotFoundError:
             return ""
-
-    # ------------------------------------------------------------------ admin API
-
-    def admin_raw(self, request: dict, path: str = "", timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> tuple[int, str]:
-        """POST ``request`` as is to the admin API (``path`` e.g. ``/SESSION`` or ``/SESSION/HANDLE``)."""
-        return http_json("POST", self.admin_url + path, request, timeout=timeout)
-
-    def admin(
-        self,
-        request: dict,
-        *,
-        path: str = "",
-        secret: str | None | bool = True,
-        timeout: float = DEFAULT_REQUEST_TIMEOUT_S,
-    ) -> dict:
-        """POST an admin request and return Janus's JSON answer (errors included, not raised).
-
-        ``transaction`` is added when missing; ``admin_secret`` is the instance's own
-        unless ``secret`` is a string (sent instead) or False (no secret sent).
-        """
-        body = dict(request)
-        body.setdefault("transaction", new_transaction())
-        if secret is True:
-            body.setdefault("admin_secret", self.admin_secret)
-        elif isinstance(secret, str):
-            body["admin_secret"] = secret
-        status, text = self.admin_raw(body, path=path, timeout=timeout)
-        try:
-            return json.loads(text)
-        except ValueError:
-            raise JanusError(None, f"HTTP {status}, not JSON: {text[:200]!r}", text) from None
-
-    def add_token(self, token: str, plugins: list[str] | None = None) -> dict:
-        request: dict[str, Any] = {"janus": "add_token", "token": token}
-        if plugins is not None:
-            request["plugins"] = plugins
-        return raise_for_error(self.admin(request))
-
-    def remove_token(self, token: str) -> dict:
-        return raise_for_error(self.admin({"janus": "remove_token", "token": token}))
-
-    def list_tokens(self) -> list[dict]:
-        return raise_for_error(self.admin({"janus": "list_tokens"}))["data"]["tokens"]
-
-    def list_sessions(self) -> list[int]:
-        return raise_for_error(self.admin({"janus": "list_sessions"}))["sessions"]
-
-    def list_handles(self, session_id: int) -> list[int]:
-        return raise_for_error(self.admin({"janus": "list_handles"}, path=f"/{session_id}"))["handles"]
-
-    def message_plugin(self, plugin: str, request: dict) -> dict:
-        """Admin ``message_plugin``: returns Janus's whole answer (``response`` holds the plugin's)."""
-        return self.admin({"janus": "message_plugin", "plugin": plugin, "request": request})
-
-    def videoroom(self, request: dict) -> dict:
-        """A VideoRoom request through admin ``message_plugin``; returns the plugin's
-        ``response`` object, raising ``JanusError`` for a core or plugin error."""
-        return raise_for_error(self.message_plugin(VIDEOROOM, request))["response"]
-
-    # ------------------------------------------------------------------ client API
-
-    def client_raw(self, body: dict, path: str = "", timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> tuple[int, str]:
-        """POST ``body`` as is to the client API (``path`` e.g. ``/SESSION``)."""
-        return http_json("POST", self.http_url + path, body, timeout=timeout)
-
-    def client(self, body: dict, path: str = "", token: str | None = None) -> dict:
-        """POST a client request (``transaction`` added, ``token`` set when given); returns the JSON answer."""
-        request = dict(body)
-        request.setdefault("transaction", new_transaction())
-        if token is not None:
-            request["token"] = token
-        status, text = self.client_raw(request, path=path)
-        try:
-            return json.loads(text)
-        except ValueError:
-            raise JanusError(None, f"HTTP {status}, not JSON: {text[:200]!r}", text) from None
-
-    def create_session(self, token: str | None) -> dict:
-        """Client ``create`` with ``token`` (None: no token at all); the raw answer."""
-        return self.client({"janus": "create"}, token=token)
-
-    def open_session(self, token: str | None) -> "ClientSession":
-        """Create a client session with ``token``, raising ``JanusError`` when refused."""
-        answer = raise_for_error(self.create_session(token))
-        return ClientSession(self, answer["data"]["id"], token)
-
-
-class ClientSession:
-    """One Janus client session over the HTTP transport (requests plus the long-poll GET)."""
-
-    def __init__(self, janus: JanusInstance, session_id: int, token: str | None) -> None:
-        self.janus = janus
-        self.session_id = session_id
-        self.token = token
-        self._pending: list[dict] = []
-
-    @property
-    def url(self) -> str:
-        return f"{self.janus.http_url}/{self.session_id}"
-
-    def request(self, body: dict, handle_id: int | None = None) -> dict:
-        """POST to the session (or to one of its handles); the raw JSON answer.
-        A ``transaction`` in ``body`` is kept, else a random one is added."""
-        path = f"/{self.session_id}" + (f"/{handle_id}" if handle_id is not None else "")
-        return self.janus.client(body, path=path, token=self.token)
-
-    def attach(self, plugin: str = VIDEOROOM) -> int:
-        """Attach to ``plugin``; returns the handle id (raises ``JanusError`` when refused)."""
-        return raise_for_error(self.request({"janus": "attach", "plugin": plugin}))["data"]["id"]
-
-    def message(self, handle_id: int, body: dict, jsep: dict | None = None, transaction: str | None = None) -> dict:
-        """Send a plugin message; the synchronous answer (``ack`` for asynchronous requests,
-        ``success`` with ``plugindata`` for synchronous ones, or ``error``)."""
-        request: dict[str, Any] = {"janus": "message", "body": body}
-        if transaction is not None:
-            request["transaction"] = transaction
-        if jsep is not None:
-            request["jsep"] = jsep
-        return self.request(request, handle_id=handle_id)
-
-    def keepalive(self) -> dict:
-        return self.request({"janus": "keepalive"})
-
-    def destroy(self) -> dict:
-        return self.request({"janus": "destroy"})
-
-    def poll_raw(self, maxev: int = 1, timeout: float = LONG_POLL_HOLD_S + 5) -> tuple[int, str]:
-        """One long-poll GET (``?token=…&maxev=…``): (status, body). Janus answers at once when
-        an event is queued, else holds the request up to 30 s and answers ``keepalive``."""
-        query = {"maxev": str(maxev), "rid": str(int(time.time() * 1000))}
-        if self.token is not None:
-            query["token"] = self.token
-        return http_json("GET", f"{self.url}?{urllib.parse.urlencode(query)}", timeout=timeout)
-
-    def poll(self, timeout: float = LONG_POLL_HOLD_S + 5) -> list[dict]:
-        """One long-poll GET; the events it returned (a list, keepalives left out)."""
-        status, text = self.poll_raw(maxev=10, timeout=timeout)
-        if status != 200:
-            raise JanusError(status, f"long poll refused with HTTP {status}: {text[:200]!r}", text)
-        answer = json.loads(text)
-        events = answer if isinstance(answer, list) else [answer]
-        return [e for e in events if e.get("janus") != "keepalive"]
-
-    def wait_event(self, predicate: Callable[[dict], bool], timeout: float = 10.0) -> dict:
-        """Long-poll until an event matching ``predicate`` arrives (bounded by ``timeout``).
-
-        Events that do not match are kept and offered to later calls."""
-        deadline = time.monotonic() + timeout
-        while True:
-            for i, event in enumerate(self._pending):
-                if predicate(event):
-                    return self._pending.pop(i)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"no matching event within {timeout} s; seen: {self._pending!r}")
-            try:
-                self._pending.extend(self.poll(timeout=remaining))
-            except (TimeoutError, urllib.error.URLError) as error:
-                if isinstance(error, urllib.error.URLError) and not isinstance(error.reason, TimeoutError):
-                    raise
-                raise TimeoutError(f"no matching event within {timeout} s; seen: {self._pending!r}") from None
-
-    def wait_plugin_event(self, handle_id: int, timeout: float = 10.0) -> dict:
-        """The next ``event`` from ``handle_id`` (its ``plugindata.data`` holds the plugin's answer)."""
-        return self.wait_event(lambda e: e.get("janus") == "event" and e.get("sender") == handle_id, timeout)

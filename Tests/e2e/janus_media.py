@@ -5,24 +5,6 @@
 counts the frames aiortc decodes from it. ``move`` closes both on one Janus and
 reconnects them to another room (another Janus), timing the first decoded frame.
 
-Signalling (``JanusSession``): one Janus session per client over the HTTP transport:
-``POST {http_url}`` (create), ``POST {http_url}/SESSION`` (attach, keepalive, destroy),
-``POST {http_url}/SESSION/HANDLE`` (message, detach), and a long-poll
-``GET {http_url}/SESSION?token=…&maxev=10`` running the whole time. With Janus's core
-``token_auth`` every request carries ``token`` (and the long-poll ``?token=``); the
-VideoRoom ``join`` carries the same token in its body for the room's ``allowed`` list.
-A ``keepalive`` is sent every 25 s. When the long-poll or a request fails at the
-connection level (e.g. Janus was SIGKILLed), ``lost`` is set at once: aiortc itself
-notices a dead Janus only after ~30 s of failed ICE consent, so watch ``lost``.
-
-Media: ``RTCConfiguration(iceServers=[])`` (aiortc otherwise uses a public STUN
-server); host candidates come from ``aioice.ice.get_host_addresses``, which the
-caller limits with ``host_candidates(address)`` (inside the network namespace of
-``netns.py``: the veth address, the one Janus is given as ``interface`` and
-``ice_enforce_list``). The subscriber answers Janus's offer as DTLS server
-(``a=setup:passive``): as DTLS client its first media sometimes came 1 s late.
-Janus's candidates are taken from its SDP and from ``trickle`` events.
-
 Every wait is bounded (``timeout``, default 10 s per ``start``); nothing sleeps to
 wait. ``close()`` sends ``leave``, ``detach`` and ``destroy`` (skipped once Janus is
 lost, each bounded by 1 s), closes the peer connection and stops the tracks.
@@ -37,6 +19,11 @@ Typical use (inside the namespace)::
         await moved.subscriber.wait_frames(10, timeout=10)
         await moved.close()
 
+Signalling is ``janus_session``'s (``JanusSession``: one Janus session per client
+over the HTTP transport, with a long-poll and keepalives; its ``lost`` is set as soon
+as Janus stops answering), the aiortc plumbing ``janus_peer``'s (``host_candidates``,
+``PatternVideoTrack``, the shared ``_Client``); their names are importable from here too.
+
 Only aiortc (and its av) beside the standard library; ``JanusError`` and the
 transaction ids are ``janus_harness``'s.
 """
@@ -45,476 +32,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import logging
 import time
-import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
 
-import aioice.ice
-from aiortc import (
-    RTCConfiguration,
-    RTCPeerConnection,
-    RTCRtpSender,
-    RTCSessionDescription,
-    VideoStreamTrack,
-)
 from aiortc.mediastreams import MediaStreamError
-from aiortc.sdp import candidate_from_sdp
-from av import VideoFrame
 
-from janus_harness import LONG_POLL_HOLD_S, VIDEOROOM, JanusError, new_transaction, raise_for_error
-
-log = logging.getLogger("janus_media")
-
-DEFAULT_TIMEOUT_S = 10.0
-REQUEST_TIMEOUT_S = 5.0
-CLOSE_REQUEST_TIMEOUT_S = 1.0
-KEEPALIVE_INTERVAL_S = 25.0
-PC_CLOSE_TIMEOUT_S = 5.0
-
-
-class JanusLost(ConnectionError):
-    """The Janus session is gone: the long-poll or a request failed, or Janus said so."""
-
-
-# ---------------------------------------------------------------------- HTTP
-
-
-async def http_request(method: str, url: str, body: Any = None, timeout: float = REQUEST_TIMEOUT_S) -> tuple[int, bytes]:
-    """One HTTP/1.1 request (``Connection: close``) with asyncio streams; (status, body).
-
-    Cancellable at any point (unlike a urllib call on a thread), which the long-poll
-    needs. Raises ``ConnectionError``/``OSError`` for connection failures and
-    ``TimeoutError`` past ``timeout``."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname:
-        raise ValueError(f"only http:// URLs: {url!r}")
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    data = b"" if body is None else json.dumps(body).encode()
-
-    async def exchange() -> bytes:
-        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
-        try:
-            head = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close",
-                    "Accept: application/json"]
-            if body is not None:
-                head += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
-            writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
-            await writer.drain()
-            return await reader.read()  # until the server closes
-        finally:
-            writer.close()
-
-    async with asyncio.timeout(timeout):
-        raw = await exchange()
-    header, sep, payload = raw.partition(b"\r\n\r\n")
-    if not sep:
-        raise ConnectionError(f"{method} {url}: connection closed without a complete answer ({len(raw)} bytes)")
-    lines = header.decode("latin-1").split("\r\n")
-    try:
-        status = int(lines[0].split()[1])
-    except (IndexError, ValueError):
-        raise ConnectionError(f"{method} {url}: bad status line {lines[0]!r}") from None
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        payload = _unchunk(payload)
-    elif "content-length" in headers:
-        payload = payload[: int(headers["content-length"])]
-    return status, payload
-
-
-def _unchunk(payload: bytes) -> bytes:
-    out = bytearray()
-    while payload:
-        size_line, _, rest = payload.partition(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            break
-        out += rest[:size]
-        payload = rest[size + 2:]
-    return bytes(out)
-
-
-# ---------------------------------------------------------------------- Janus session
-
-
-class JanusSession:
-    """One Janus client session: requests, the long-poll, keepalives, events per handle.
-
-    Events that answer an asynchronous request (they carry its ``transaction``) are kept
-    for ``send``; every event from a handle is first offered to the handler registered
-    with ``on_event`` (``webrtcup``, ``hangup``, ``trickle``, …)."""
-
-    def __init__(
-        self,
-        http_url: str,
-        token: str | None,
-        *,
-        request_timeout: float = REQUEST_TIMEOUT_S,
-        keepalive_interval: float = KEEPALIVE_INTERVAL_S,
-    ) -> None:
-        self.http_url = http_url.rstrip("/")
-        self.token = token
-        self.request_timeout = request_timeout
-        self.keepalive_interval = keepalive_interval
-        self.session_id: int | None = None
-        self.lost = asyncio.Event()
-        self.lost_reason: str | None = None
-        self.lost_at: float | None = None  # time.monotonic() when ``lost`` was set
-        self._answers: dict[str, dict] = {}
-        self._changed = asyncio.Condition()
-        self._handlers: dict[int, Callable[[dict], None]] = {}
-        self._tasks: list[asyncio.Task] = []
-        self._closing = False
-
-    # -- requests
-
-    def _url(self, handle_id: int | None = None) -> str:
-        url = self.http_url
-        if self.session_id is not None:
-            url += f"/{self.session_id}"
-            if handle_id is not None:
-                url += f"/{handle_id}"
-        return url
-
-    async def request(self, body: dict, handle_id: int | None = None, timeout: float | None = None) -> dict:
-        """POST ``body`` (``transaction`` and ``token`` added) to the session or a handle;
-        Janus's JSON answer, errors included. A connection failure sets ``lost``."""
-        request = dict(body)
-        request.setdefault("transaction", new_transaction())
-        if self.token is not None:
-            request["token"] = self.token
-        try:
-            status, data = await http_request("POST", self._url(handle_id), request,
-                                              timeout=timeout or self.request_timeout)
-        except (OSError, ConnectionError) as error:
-            if self.session_id is not None:
-                self._set_lost(f"{request.get('janus')} failed: {error!r}")
-            raise JanusLost(f"{request.get('janus')} to {self.http_url}: {error!r}") from error
-        try:
-            return json.loads(data)
-        except ValueError:
-            raise JanusError(None, f"HTTP {status}, not JSON: {data[:200]!r}", data) from None
-
-    async def create(self) -> int:
-        """Create the session (raises ``JanusError`` 403 for a token Janus does not know)."""
-        answer = raise_for_error(await self.request({"janus": "create"}))
-        self.session_id = answer["data"]["id"]
-        self._tasks = [
-            asyncio.ensure_future(self._poll_loop()),
-            asyncio.ensure_future(self._keepalive_loop()),
-        ]
-        return self.session_id
-
-    async def attach(self, plugin: str = VIDEOROOM) -> int:
-        answer = raise_for_error(await self.request({"janus": "attach", "plugin": plugin}))
-        return answer["data"]["id"]
-
-    def on_event(self, handle_id: int, handler: Callable[[dict], None]) -> None:
-        """Call ``handler(event)`` for every event whose ``sender`` is ``handle_id``."""
-        self._handlers[handle_id] = handler
-
-    async def message(self, handle_id: int, body: dict, jsep: dict | None = None,
-                      transaction: str | None = None) -> dict:
-        """A plugin message; the synchronous answer (``ack`` or ``success``), errors raised."""
-        request: dict[str, Any] = {"janus": "message", "body": body,
-                                   "transaction": transaction or new_transaction()}
-        if jsep is not None:
-            request["jsep"] = jsep
-        return raise_for_error(await self.request(request, handle_id))
-
-    async def send(self, handle_id: int, body: dict, jsep: dict | None = None,
-                   timeout: float = DEFAULT_TIMEOUT_S) -> dict:
-        """A plugin message and its answer: the ``success`` of a synchronous request, or the
-        ``event`` (same transaction) of an asynchronous one. Plugin errors raise ``JanusError``."""
-        transaction = new_transaction()
-        answer = await self.message(handle_id, body, jsep, transaction)
-        if answer.get("janus") != "ack":
-            return answer
-        return raise_for_error(await self.wait_answer(transaction, timeout))
-
-    async def wait_answer(self, transaction: str, timeout: float = DEFAULT_TIMEOUT_S) -> dict:
-        """The event carrying ``transaction``; ``JanusLost`` when the session is lost first."""
-        async with asyncio.timeout(timeout):
-            async with self._changed:
-                while transaction not in self._answers:
-                    if self.lost.is_set():
-                        raise JanusLost(self.lost_reason or "session lost")
-                    await self._changed.wait()
-                return self._answers.pop(transaction)
-
-    async def detach(self, handle_id: int, timeout: float = CLOSE_REQUEST_TIMEOUT_S) -> dict:
-        self._handlers.pop(handle_id, None)
-        return await self.request({"janus": "detach"}, handle_id, timeout=timeout)
-
-    async def close(self, timeout: float = CLOSE_REQUEST_TIMEOUT_S) -> None:
-        """Stop the long-poll and keepalives, then ``destroy`` the session unless it is lost."""
-        self._closing = True
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks = []
-        if self.session_id is not None and not self.lost.is_set():
-            with contextlib.suppress(JanusLost, JanusError, TimeoutError, OSError):
-                await self.request({"janus": "destroy"}, timeout=timeout)
-
-    # -- background
-
-    def _set_lost(self, reason: str) -> None:
-        if self.lost.is_set() or self._closing:
-            return
-        self.lost_reason = reason
-        self.lost_at = time.monotonic()
-        self.lost.set()
-        log.info("session %s on %s lost: %s", self.session_id, self.http_url, reason)
-        asyncio.ensure_future(self._notify())
-
-    async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
-
-    async def _poll_loop(self) -> None:
-        while True:
-            query = {"maxev": "10", "rid": str(int(time.time() * 1000))}
-            if self.token is not None:
-                query["token"] = self.token
-            url = f"{self._url()}?{urllib.parse.urlencode(query)}"
-            try:
-                status, data = await http_request("GET", url, timeout=LONG_POLL_HOLD_S + 10)
-                if status != 200:
-                    raise ConnectionError(f"HTTP {status} {data[:200]!r}")
-                answer = json.loads(data)
-            except asyncio.CancelledError:
-                raise
-            except (OSError, ConnectionError, TimeoutError, ValueError) as error:
-                self._set_lost(f"long poll failed: {error!r}")
-                return
-            events = answer if isinstance(answer, list) else [answer]
-            await self._dispatch(events)
-            if self.lost.is_set():
-                return
-
-    async def _dispatch(self, events: list[dict]) -> None:
-        keep = []
-        for event in events:
-            kind = event.get("janus")
-            if kind == "keepalive":
-                continue
-            if kind in ("timeout", "error") and "sender" not in event:
-                self._set_lost(f"Janus said {json.dumps(event)[:300]}")
-                continue
-            handler = self._handlers.get(event.get("sender"))
-            if handler is not None:
-                try:
-                    handler(event)
-                except Exception:  # noqa: BLE001 - a handler bug must not stop the long-poll
-                    log.exception("event handler failed for %s", event)
-            if "transaction" in event and kind in ("event", "success", "error"):
-                keep.append(event)
-        if keep:
-            async with self._changed:
-                for event in keep:
-                    self._answers[event["transaction"]] = event
-                self._changed.notify_all()
-
-    async def _keepalive_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.keepalive_interval)  # a period, not a wait for a condition
-            try:
-                answer = await self.request({"janus": "keepalive"})
-            except (JanusLost, JanusError, TimeoutError):
-                return
-            if answer.get("janus") == "error":
-                self._set_lost(f"keepalive refused: {answer.get('error')}")
-                return
-
-
-# ---------------------------------------------------------------------- media helpers
-
-
-@contextlib.contextmanager
-def host_candidates(address: str) -> Iterator[None]:
-    """Make aioice offer ``address`` as the only host candidate (restored on exit).
-
-    The same replacement of ``aioice.ice.get_host_addresses`` as conftest.py's
-    ``loopback_ice`` fixture, with the namespace's veth address instead of 127.0.0.1."""
-    original = aioice.ice.get_host_addresses
-    aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: [address]
-    try:
-        yield
-    finally:
-        aioice.ice.get_host_addresses = original
-
-
-def new_peer_connection() -> RTCPeerConnection:
-    """A peer connection with no STUN/TURN server."""
-    return RTCPeerConnection(RTCConfiguration(iceServers=[]))
-
-
-def vp8_codecs() -> list:
-    return [c for c in RTCRtpSender.getCapabilities("video").codecs if c.mimeType.lower() == "video/vp8"]
-
-
-def sdp_video_codec(sdp: str) -> str | None:
-    """The first (preferred) codec of the first ``m=video`` section of ``sdp``, e.g. ``VP8``."""
-    payload = None
-    for line in sdp.splitlines():
-        if line.startswith("m=video"):
-            fields = line.split()
-            payload = fields[3] if len(fields) > 3 else None
-        elif payload and line.startswith(f"a=rtpmap:{payload} "):
-            return line.split(" ", 1)[1].split("/")[0]
-    return None
-
-
-class PatternVideoTrack(VideoStreamTrack):
-    """30 fps yuv420p frames of a gradient that moves 4 levels a frame, with changing chroma."""
-
-    def __init__(self, width: int = 320, height: int = 240) -> None:
-        super().__init__()
-        self.width = width
-        self.height = height
-        self.frames_sent = 0
-
-    async def recv(self) -> VideoFrame:
-        pts, time_base = await self.next_timestamp()
-        n = self.frames_sent
-        frame = VideoFrame(self.width, self.height, "yuv420p")
-        luma, cb, cr = frame.planes
-        row = bytes((x + 4 * n) & 0xFF for x in range(luma.line_size))
-        luma.update(row * (luma.buffer_size // luma.line_size))
-        cb.update(bytes([(64 + 2 * n) & 0xFF]) * cb.buffer_size)
-        cr.update(bytes([(192 - 3 * n) & 0xFF]) * cr.buffer_size)
-        frame.pts = pts
-        frame.time_base = time_base
-        self.frames_sent += 1
-        return frame
-
-
-async def _first_of(wanted: asyncio.Event, *failures: tuple[asyncio.Event, Callable[[], str]]) -> None:
-    """Wait until ``wanted`` is set; raise ``JanusLost`` if one of ``failures`` is set first."""
-    waiters = [asyncio.ensure_future(wanted.wait())] + [asyncio.ensure_future(e.wait()) for e, _ in failures]
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
-    if not wanted.is_set():
-        for event, reason in failures:
-            if event.is_set():
-                raise JanusLost(reason())
-
-
-class _Client:
-    """What Publisher and Subscriber share: the session, one VideoRoom handle, one peer connection."""
-
-    role = "client"
-
-    def __init__(self, http_url: str, room: int | str, token: str | None, *, pin: str | None, timeout: float) -> None:
-        self.http_url = http_url
-        self.room = room
-        self.token = token
-        self.pin = pin
-        self.timeout = timeout
-        self.session = JanusSession(http_url, token)
-        self.handle_id: int | None = None
-        self.pc: RTCPeerConnection | None = None
-        self.webrtcup = asyncio.Event()
-        self.hungup = asyncio.Event()
-        self.hangup_reason: str | None = None
-        self.started_at: float | None = None  # time.monotonic() when start() began
-        self.webrtcup_at: float | None = None
-        self.video_codec: str | None = None
-        self._remote_set = False
-        self._pending_candidates: list[dict] = []
-        self._closed = False
-
-    @property
-    def lost(self) -> asyncio.Event:
-        """Set as soon as the signalling to Janus fails (e.g. Janus died)."""
-        return self.session.lost
-
-    async def _open(self) -> None:
-        self.started_at = time.monotonic()
-        await self.session.create()
-        self.handle_id = await self.session.attach(VIDEOROOM)
-        self.session.on_event(self.handle_id, self._on_event)
-
-    def _on_event(self, event: dict) -> None:
-        kind = event.get("janus")
-        if kind == "webrtcup":
-            self.webrtcup_at = time.monotonic()
-            self.webrtcup.set()
-        elif kind == "hangup":
-            self.hangup_reason = event.get("reason")
-            self.hungup.set()
-        elif kind == "trickle":
-            candidate = event.get("candidate") or {}
-            if self._remote_set:
-                asyncio.ensure_future(self._add_candidate(candidate))
-            else:
-                self._pending_candidates.append(candidate)
-
-    async def _add_candidate(self, candidate: dict) -> None:
-        text = candidate.get("candidate")
-        if not text or candidate.get("completed") or self.pc is None:
-            return
-        parsed = candidate_from_sdp(text.split(":", 1)[1] if text.startswith("candidate:") else text)
-        parsed.sdpMid = candidate.get("sdpMid")
-        parsed.sdpMLineIndex = candidate.get("sdpMLineIndex")
-        try:
-            await self.pc.addIceCandidate(parsed)
-        except Exception:  # noqa: BLE001 - a bad remote candidate is Janus's problem, not fatal here
-            log.exception("could not add Janus candidate %r", candidate)
-
-    async def _remote_description(self, jsep: dict) -> None:
-        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=jsep["sdp"], type=jsep["type"]))
-        self._remote_set = True
-        for candidate in self._pending_candidates:
-            await self._add_candidate(candidate)
-        self._pending_candidates.clear()
-
-    async def _wait_webrtcup(self) -> None:
-        await _first_of(
-            self.webrtcup,
-            (self.session.lost, lambda: f"{self.role}: Janus lost before webrtcup: {self.session.lost_reason}"),
-            (self.hungup, lambda: f"{self.role}: Janus hung up before webrtcup: {self.hangup_reason}"),
-        )
-
-    async def close(self) -> None:
-        """Leave the room, detach, destroy the session (skipped when Janus is lost), close the
-        peer connection. Bounded, idempotent, never raises for a dead Janus."""
-        if self._closed:
-            return
-        self._closed = True
-        await self._stop_media()
-        if self.handle_id is not None and self.session.session_id is not None and not self.session.lost.is_set():
-            with contextlib.suppress(JanusLost, JanusError, TimeoutError, OSError):
-                await self.session.request({"janus": "message", "body": {"request": "leave"}}, self.handle_id,
-                                           timeout=CLOSE_REQUEST_TIMEOUT_S)
-            if not self.session.lost.is_set():
-                with contextlib.suppress(JanusLost, JanusError, TimeoutError, OSError):
-                    await self.session.detach(self.handle_id)
-        await self.session.close()
-        if self.pc is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.pc.close(), PC_CLOSE_TIMEOUT_S)
-
-    async def _stop_media(self) -> None:
-        pass
-
-    async def __aenter__(self):
-        return await self.start()
-
-    async def __aexit__(self, *exc_info) -> None:
-        await self.close()
-
-    async def start(self):  # pragma: no cover - overridden
-        raise NotImplementedError
+# Also re-exported, so that ``from janus_media import …`` keeps working for every name
+# this module had before the session and peer-connection code moved out.
+from janus_api import LONG_POLL_HOLD_S, JanusError, new_transaction, raise_for_error  # noqa: F401
+from janus_config import VIDEOROOM
+from janus_peer import (  # noqa: F401
+    PC_CLOSE_TIMEOUT_S,
+    PatternVideoTrack,
+    _Client,
+    _first_of,
+    host_candidates,
+    new_peer_connection,
+    sdp_video_codec,
+    vp8_codecs,
+)
+from janus_session import (  # noqa: F401
+    CLOSE_REQUEST_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+    KEEPALIVE_INTERVAL_S,
+    REQUEST_TIMEOUT_S,
+    JanusLost,
+    JanusSession,
+    http_request,
+    log,
+)
 
 
 class Publisher(_Client):
