@@ -81,7 +81,7 @@ extension ConfigKeySpec {
         .init("placement.default_region", .string(allowed: nil), .string("fra"), "Where a client with no usable location is assumed to be (a region code)."),
         .init("placement.stale_after_ms", .int(500...3_600_000), .int(15000), "An SFU with no heartbeat for this long takes no calls and is marked down; its calls move."),
         .init("placement.poll_interval_ms", .int(100...600_000), .int(1000), "How often Switchboard polls each pulled SFU (kind janus) for health and load."),
-        .init("placement.poll_timeout_ms", .int(50...60_000), .int(1000), "How long one poll of a pulled SFU may take before it counts as no answer; poll_interval_ms + poll_timeout_ms must be below stale_after_ms."),
+        .init("placement.poll_timeout_ms", .int(50...60_000), .int(1000), "How long one poll of a pulled SFU may take before it counts as no answer. This and poll_interval_ms are capped at a quarter of stale_after_ms."),
         .init("placement.base_rtt_ms", .double(0...1000), .double(2), "RTT added to every distance-based estimate."),
         .init("placement.rtt_per_km", .double(0...1), .double(0.01), "Estimated RTT per km of great-circle distance (ms)."),
         .init("placement.load_weight", .double(0...100), .double(1), "How strongly load raises the score: score x (1 + load_weight x utilisation^2)."),

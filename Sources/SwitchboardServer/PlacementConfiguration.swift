@@ -13,6 +13,9 @@ public struct PlacementConfiguration: Sendable {
     /// How often pulled SFUs are polled, and how long one poll may take.
     public var pollInterval: Duration
     public var pollTimeout: Duration
+    /// Whether the configured poll interval or timeout was above a quarter of `stale_after_ms`
+    /// and was capped there.
+    public var pollCapped: Bool
 
     /// The resolver these settings describe.
     public var resolver: LocationResolver {
@@ -34,13 +37,12 @@ public struct PlacementConfiguration: Sendable {
         seedFile = seed.isEmpty ? nil : seed
         pollInterval = .milliseconds(try values.int("placement.poll_interval_ms"))
         pollTimeout = .milliseconds(try values.int("placement.poll_timeout_ms"))
-        let staleAfter = try values.milliseconds("placement.stale_after_ms")
-        // A polled SFU must get an answered poll in within stale_after, or a healthy one goes down.
-        guard pollInterval + pollTimeout < staleAfter else {
-            throw SwitchboardError(
-                .invalidConfiguration,
-                "placement.poll_timeout_ms: placement.poll_interval_ms + placement.poll_timeout_ms must be below placement.stale_after_ms")
-        }
+        // A polled SFU must get an answered poll in well within stale_after, or a healthy one
+        // goes down: both are capped at a quarter of it (the daemon logs when it caps).
+        let quarter = try values.milliseconds("placement.stale_after_ms") / 4
+        pollCapped = pollInterval > quarter || pollTimeout > quarter
+        pollInterval = min(pollInterval, quarter)
+        pollTimeout = min(pollTimeout, quarter)
         policy = PlacementPolicy(
             baseRTT: try values.double("placement.base_rtt_ms"), rttPerKilometer: try values.double("placement.rtt_per_km"),
             loadWeight: try values.double("placement.load_weight"), staleAfter: try values.milliseconds("placement.stale_after_ms"),

@@ -138,6 +138,11 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         context.install(AdminRoutes.router(configuration: try adminConfiguration(), context: context))
         // The hub is ready before the first connection can arrive.
         hub.start(transport: transport, admin: context, tokens: tokens)
+        if configuration.placement.pollCapped {
+            logger.notice(
+                "SFU polls capped at a quarter of placement.stale_after_ms",
+                metadata: ["poll_interval": "\(configuration.placement.pollInterval)", "poll_timeout": "\(configuration.placement.pollTimeout)"])
+        }
         let httpClient = AsyncHTTPPoster()
         let janus = JanusAdminClient(http: httpClient, timeout: configuration.placement.pollTimeout)
         let rooms = directory.roomKeys.map { keys in

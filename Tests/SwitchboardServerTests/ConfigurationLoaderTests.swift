@@ -66,16 +66,21 @@ final class ConfigurationLoaderTests: XCTestCase {
         XCTAssertEqual(small.transport.outboxBytes, 69632)
     }
 
-    func test_aPolledSFUMustBeAbleToAnswerWithinStaleAfter() throws {
+    func test_pollsAreCappedAtAQuarterOfStaleAfter() throws {
         let defaults = try load()
         XCTAssertEqual(defaults.placement.pollInterval, .seconds(1))
         XCTAssertEqual(defaults.placement.pollTimeout, .seconds(1))
-        assertFails(
-            #"{"placement":{"stale_after_ms":1000,"poll_interval_ms":200,"poll_timeout_ms":900}}"#,
-            naming: "placement.poll_timeout_ms", "placement.stale_after_ms")
-        assertFails(environment: ["SWITCHBOARD_PLACEMENT_POLL_INTERVAL_MS": "15000"], naming: "placement.poll_interval_ms")
-        let tight = try load(#"{"placement":{"stale_after_ms":1000,"poll_interval_ms":200,"poll_timeout_ms":300}}"#)
-        XCTAssertEqual(tight.placement.pollTimeout, .milliseconds(300))
+        XCTAssertFalse(defaults.placement.pollCapped)
+        // Both are capped at a quarter of stale_after, so that a healthy SFU always answers in time.
+        let capped = try load(#"{"placement":{"stale_after_ms":1000,"poll_interval_ms":200,"poll_timeout_ms":900}}"#)
+        XCTAssertEqual(capped.placement.pollInterval, .milliseconds(200))
+        XCTAssertEqual(capped.placement.pollTimeout, .milliseconds(250))
+        XCTAssertTrue(capped.placement.pollCapped)
+        let short = try load(environment: ["SWITCHBOARD_PLACEMENT_STALE_AFTER_MS": "1200"])
+        XCTAssertEqual(short.placement.pollInterval, .milliseconds(300))
+        XCTAssertEqual(short.placement.pollTimeout, .milliseconds(300))
+        let tight = try load(#"{"placement":{"stale_after_ms":1000,"poll_interval_ms":200,"poll_timeout_ms":250}}"#)
+        XCTAssertFalse(tight.placement.pollCapped)
     }
 
     // MARK: Defaults and the shipped file

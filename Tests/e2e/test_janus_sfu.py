@@ -97,7 +97,7 @@ def daemon_with_janus(tmp_path: Path, two_janus):
     env = daemon_env()
     env["SWITCHBOARD_AUTH_API_SECRET"] = CALLS_API_SECRET
     env["SWITCHBOARD_PLACEMENT_POLL_INTERVAL_MS"] = str(POLL_INTERVAL_MS)
-    env["SWITCHBOARD_PLACEMENT_POLL_TIMEOUT_MS"] = "500"
+    env["SWITCHBOARD_PLACEMENT_POLL_TIMEOUT_MS"] = "300"
     env["SWITCHBOARD_PLACEMENT_STALE_AFTER_MS"] = str(STALE_AFTER_MS)
     env["JANUS_A_SECRET"] = a.admin_secret
     env["JANUS_B_SECRET"] = b.admin_secret + "\n"  # a trailing newline, as a file or a shell would give it

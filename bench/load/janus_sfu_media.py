@@ -9,7 +9,7 @@ Subcommands:
           line, one JSON object.
   report  Turn the last JSON line of a results file into the markdown table of medians.
 
-One run: one daemon (placement.poll_interval_ms 200, poll_timeout_ms 300, stale_after_ms 1000
+One run: one daemon (placement.poll_interval_ms 200, poll_timeout_ms 250, stale_after_ms 1000
 unless told otherwise), a standby Janus registered as ``janus-ams``, and per trial a fresh Janus
 registered as ``janus-fra-K``. In each trial alice and bob send ``call.join`` (location fra) at
 once, alice publishes a generated VP8 track to the room of the join's ``sfu`` with her token and
@@ -153,7 +153,7 @@ def parse_args(argv: list[str]):
     r.add_argument("--frames", type=int, default=10, help="frames bob decodes before and after the move (default 10)")
     r.add_argument("--stale-after-ms", type=int, default=1000, help="placement.stale_after_ms (default 1000)")
     r.add_argument("--poll-interval-ms", type=int, default=200, help="placement.poll_interval_ms (default 200)")
-    r.add_argument("--poll-timeout-ms", type=int, default=300, help="placement.poll_timeout_ms (default 300)")
+    r.add_argument("--poll-timeout-ms", type=int, default=250, help="placement.poll_timeout_ms (default 250; capped at a quarter of stale_after)")
     r.add_argument("--timeout", type=float, default=0, help="limit for the whole run in s (default 60 + 45 per trial)")
     q = sub.add_parser("report", help="markdown table from a results file")
     q.add_argument("results")
