@@ -65,6 +65,7 @@ import json
 import os
 import random
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -333,6 +334,16 @@ def _call_main(target: str, result_path: str) -> int:
                            "traceback": traceback.format_exc()})
     Path(result_path).write_text(text)
     return 0
+
+
+def missing_requirements() -> str | None:
+    """Why a namespace media test cannot run here (not root, no ``ip``, no ``janus``), or None."""
+    if os.geteuid() != 0:
+        return "needs root: the test creates a network namespace (ip netns add)"
+    for tool in ("ip", "janus"):
+        if not (shutil.which(tool) or (tool == "janus" and os.environ.get("TEST_JANUS_BIN"))):
+            return f"{tool} not found on PATH"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,9 +23,7 @@ polls or awaits an event; nothing sleeps to wait. Run with ``-s`` for the timing
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
-import shutil
 import signal
 import sys
 import time
@@ -41,11 +39,9 @@ ROOM_SECRET_BYTES = 12
 
 
 def test_vp8_through_janus_room_then_move_to_second_janus_after_sigkill() -> None:
-    if os.geteuid() != 0:
-        pytest.fail("needs root: the test creates a network namespace (ip netns add)", pytrace=False)
-    for tool in ("ip", "janus"):
-        if not (shutil.which(tool) or (tool == "janus" and os.environ.get("TEST_JANUS_BIN"))):
-            pytest.fail(f"{tool} not found on PATH", pytrace=False)
+    reason = netns.missing_requirements()
+    if reason:
+        pytest.fail(reason, pytrace=False)
     with netns.Namespace.create() as ns:
         name = ns.name
         result = ns.call("test_janus_media:run_scenario", {"address": ns.address}, timeout=SCENARIO_TIMEOUT_S)

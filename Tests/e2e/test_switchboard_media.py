@@ -85,11 +85,9 @@ def scenario_timeout(trials: int) -> float:
 
 
 def require_namespace_tools() -> None:
-    if os.geteuid() != 0:
-        pytest.fail("needs root: the test creates a network namespace (ip netns add)", pytrace=False)
-    for tool in ("ip", "janus"):
-        if not (shutil.which(tool) or (tool == "janus" and os.environ.get("TEST_JANUS_BIN"))):
-            pytest.fail(f"{tool} not found on PATH", pytrace=False)
+    reason = netns.missing_requirements()
+    if reason:
+        pytest.fail(reason, pytrace=False)
 
 
 #: Every per-trial measure (ms), in the order of a trial, with what it is measured between.
