@@ -131,6 +131,12 @@ public enum AdminRoutes {
         let minted = try context.mintToken(
             TokenRequest(userID: body.userId, ttl: .seconds(body.ttlSeconds ?? 3600), callCIDs: body.callCids, role: body.role))
         _ = try record(context, request, action: "token.mint", target: body.userId)
+        return minted201(minted)
+    }
+
+    /// `201` with a minted token: `{"expires_at", "token", "user_id"}` (the admin API's
+    /// `POST /v1/tokens` and the development route `POST /dev/token` alike).
+    static func minted201(_ minted: (token: String, claims: UserToken)) -> HTTPResponse {
         struct Reply: Encodable {
             let token: String
             let userId: String

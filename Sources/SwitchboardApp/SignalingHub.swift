@@ -24,6 +24,8 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
     var sweepTimer: (any DispatchSourceTimer)?
     var draining = false
     var adminHandler: (any AdminRequestHandler)?
+    /// The client listener's own routes (static files, development tokens), asked before PeerJS's.
+    var clientHandler: (any ClientRequestHandler)?
     let metrics: HubMetrics
     /// Verifies PeerJS tokens when `peerjs.auth = "jwt"`.
     var tokenVerifier: (any TokenVerifier)?
@@ -64,10 +66,14 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
 
     /// Connects the outbound side and starts the expiry and liveness sweep. Requests on the
     /// admin listener go to `admin` (404 when `nil`).
-    public func start(transport: any OutboundTransport, admin: (any AdminRequestHandler)? = nil, tokens: (any TokenVerifier)? = nil) {
+    public func start(
+        transport: any OutboundTransport, admin: (any AdminRequestHandler)? = nil, client: (any ClientRequestHandler)? = nil,
+        tokens: (any TokenVerifier)? = nil
+    ) {
         queue.sync {
             self.transport = transport
             self.adminHandler = admin
+            self.clientHandler = client
             if let tokens { self.tokenVerifier = tokens }
             let timer = DispatchSource.makeTimerSource(queue: queue)
             let interval = relay.configuration.sweepInterval
@@ -264,6 +270,8 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
             relay.connectionClosed(connection)
         case .request(let connection, let request) where request.listener == .admin:
             answerAdmin(request, on: connection)
+        case .request(let connection, let request) where clientHandler?.handles(request.path) == true:
+            answerOffQueue(request, on: connection, with: clientHandler)
         case .request(let connection, let request):
             let response = routes.respond(to: request, relay: relay, newID: newPeerID)
                 ?? SwitchboardError(.notFound, "no route for \(request.method) \(request.path)").httpResponse
@@ -297,6 +305,15 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
             _ = transport.submit([.respond(connection, SwitchboardError(.notFound, "no admin API here").httpResponse)])
             return
         }
+        DispatchQueue.global().async {
+            _ = transport.submit([.respond(connection, handler.respond(to: request))])
+        }
+    }
+
+    /// The client listener's own routes run off the signaling queue too (they read files and
+    /// sign tokens).
+    private func answerOffQueue(_ request: HTTPRequest, on connection: ConnectionID, with handler: (any ClientRequestHandler)?) {
+        guard let transport, let handler else { return }
         DispatchQueue.global().async {
             _ = transport.submit([.respond(connection, handler.respond(to: request))])
         }

@@ -3,7 +3,7 @@ import SwitchboardCore
 extension ConfigKeySpec {
     /// Every configuration key the daemon reads.
     public static let all: [ConfigKeySpec] = {
-        var keys: [ConfigKeySpec] = server + admin + auth + store
+        var keys: [ConfigKeySpec] = server + http + admin + auth + store
         keys += transport + peerjs + placement
         keys += connect + calls + limits
         keys += callType(.meeting) + callType(.ringingCall)
@@ -19,6 +19,13 @@ extension ConfigKeySpec {
         .init("server.tls.key_file", .string(allowed: nil), .string(""), "PEM private key for server.tls.cert_file."),
     ]
 
+    static let http: [ConfigKeySpec] = [
+        .init("http.sdk_dir", .string(allowed: nil), .string("clients/js/src"), "Directory of the browser library, served at /sdk/ on the client listener (switchboard.js); empty turns it off. A directory that does not exist is left out with a notice."),
+        .init("http.demo", .bool, .bool(false), "Serve the demo calling app at /demo/ (from http.demo_dir); switchboard serve --dev turns it on."),
+        .init("http.demo_dir", .string(allowed: nil), .string("clients/demo"), "Directory of the demo app; must exist when http.demo is on."),
+        .init("http.static", .stringArray, .stringArray([]), "More directories to serve, each \"PREFIX=DIRECTORY\" (\"/assets/=/srv/assets\"): GET and HEAD, media type by extension, ETag with Cache-Control: no-cache, no dot files, nothing outside the directory (symbolic links included)."),
+    ]
+
     static let admin: [ConfigKeySpec] = [
         .init("admin.host", .string(allowed: nil), .string("127.0.0.1"), "Address of the admin HTTP API (loopback by default)."),
         .init("admin.port", .int(0...65535), .int(8081), "Port of the admin HTTP API; 0 picks a free port."),
@@ -32,6 +39,7 @@ extension ConfigKeySpec {
         .init("auth.api_key", .string(allowed: nil), .string("switchboard"), "API key id, written as the kid of the user tokens it signs."),
         .init("auth.api_secret", .string(allowed: nil), .string(""), secret: true, "API secret that signs user tokens (HS256, at least 32 bytes); empty disables tokens."),
         .init("auth.api_secret_file", .string(allowed: nil), .string(""), "File holding the API secret (first line); instead of auth.api_secret."),
+        .init("auth.dev_tokens", .bool, .bool(false), "DEVELOPMENT ONLY: POST /dev/token on the client listener mints a token for any user asked, for clients on a loopback address only (the demo app uses it); switchboard serve --dev turns it on."),
         .init("auth.leeway_ms", .int(0...300_000), .int(5000), "Clock skew tolerated on a token's exp, nbf and iat."),
     ]
 

@@ -88,6 +88,9 @@ extension SwitchboardConfiguration {
             total: try values.int("limits.connections_total"), perAddress: try values.int("limits.connections_per_ip"),
             connectRate: try values.double("limits.connect_rate_per_ip"), connectBurst: try values.double("limits.connect_burst_per_ip"))
         peerJSRoutes = routes
+        http = try HTTPConfiguration(
+            reading: values,
+            reserved: client.webSocketPaths + ["\(routes.mountPath)\(relay.key)/id", "\(routes.mountPath)\(relay.key)/peers"])
         drainTimeout = try values.milliseconds("shutdown.drain_timeout_ms")
         logLevel = Logger.Level(rawValue: try values.string("log.level")) ?? .info
     }

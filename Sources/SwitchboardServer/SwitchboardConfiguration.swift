@@ -29,6 +29,8 @@ public struct SwitchboardConfiguration: Sendable {
     public var connectPath: String?
     /// PeerJS mount path and CORS.
     public var peerJSRoutes: PeerJSRoutes
+    /// Static files and the development token route on the client listener.
+    public var http: HTTPConfiguration
     /// How long shutdown waits for sockets to close.
     public var drainTimeout: Duration
     /// The log level.

@@ -137,7 +137,10 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         context.stalledThreads = { [weak self] in self?.stalledThreads() ?? [] }
         context.install(AdminRoutes.router(configuration: try adminConfiguration(), context: context))
         // The hub is ready before the first connection can arrive.
-        hub.start(transport: transport, admin: context, tokens: tokens)
+        let clientRoutes = DaemonClientRoutes(
+            configuration: configuration.http, mint: DevTokenRoute(mint: { [context] request throws(SwitchboardError) in try context.mintToken(request) }),
+            logger: logger)
+        hub.start(transport: transport, admin: context, client: clientRoutes, tokens: tokens)
         if configuration.placement.pollCapped {
             logger.notice(
                 "SFU polls capped at a quarter of placement.stale_after_ms",

@@ -12,6 +12,7 @@ enum LWSHeaders {
         ("x-forwarded-for", WSI_TOKEN_X_FORWARDED_FOR),
         ("sec-websocket-protocol", WSI_TOKEN_PROTOCOL),
         ("access-control-request-headers", WSI_TOKEN_HTTP_AC_REQUEST_HEADERS),
+        ("if-none-match", WSI_TOKEN_HTTP_IF_NONE_MATCH),
     ]
 
     /// Custom (non-token) headers read by name.
@@ -21,8 +22,11 @@ enum LWSHeaders {
         let length = Int(lws_hdr_total_length(wsi, token))
         guard length > 0 else { return nil }
         var buffer = [CChar](repeating: 0, count: length + 1)
-        guard lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token) >= 0 else { return nil }
-        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let copied = Int(lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token))
+        guard copied >= 0 else { return nil }
+        // All `copied` bytes: a decoded %00 stays in the value (and is refused by whoever reads
+        // it) instead of cutting the value short, which would let `/x.js%00.png` name `/x.js`.
+        return String(decoding: buffer.prefix(min(copied, length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     static func headers(_ wsi: OpaquePointer) -> [String: String] {

@@ -37,6 +37,8 @@ struct ConfigOptions: ParsableArguments {
     var adminPort: Int?
     @Option(name: .customLong("state-dir"), help: "State directory for the SQLite database (store.directory).")
     var stateDirectory: String?
+    @Flag(name: .customLong("dev"), help: "Development: serve the demo app at /demo/ and mint tokens at POST /dev/token for loopback clients (http.demo, auth.dev_tokens).")
+    var development = false
 
     /// The command-line layer, keyed by config key.
     var overrides: [String: ConfigContent] {
@@ -55,6 +57,10 @@ struct ConfigOptions: ParsableArguments {
         if let logLevel { values["log.level"] = .string(logLevel) }
         if let adminPort { values["admin.port"] = .int(adminPort) }
         if let stateDirectory { values["store.directory"] = .string(stateDirectory) }
+        if development {
+            values["http.demo"] = .bool(true)
+            values["auth.dev_tokens"] = .bool(true)
+        }
         return values
     }
 
