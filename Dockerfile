@@ -11,6 +11,8 @@ COPY Sources ./Sources
 COPY Tests ./Tests
 COPY Fuzz ./Fuzz
 COPY bench/placement ./bench/placement
+COPY bench/client ./bench/client
+COPY Examples ./Examples
 COPY config ./config
 COPY scripts ./scripts
 RUN scripts/build-release
@@ -26,12 +28,15 @@ RUN apt-get update \
     && install -d -o switchboard -g switchboard -m 0750 /var/lib/switchboard
 COPY --from=build /src/dist/switchboard /usr/local/bin/switchboard
 COPY --from=build /src/config/switchboard.json /etc/switchboard/switchboard.json
+# The browser library, served at /sdk/ (the demo app is for `serve --dev` on a developer's machine).
+COPY clients/js/src /usr/share/switchboard/sdk
 USER switchboard
 WORKDIR /var/lib/switchboard
 VOLUME ["/var/lib/switchboard"]
 EXPOSE 9000
 ENV SWITCHBOARD_CONFIG=/etc/switchboard/switchboard.json \
-    SWITCHBOARD_STORE_DIRECTORY=/var/lib/switchboard
+    SWITCHBOARD_STORE_DIRECTORY=/var/lib/switchboard \
+    SWITCHBOARD_HTTP_SDK_DIR=/usr/share/switchboard/sdk
 # The admin API stays on the container's loopback and needs a bearer token: SWITCHBOARD_ADMIN_TOKEN,
 # or the one the daemon generates into /var/lib/switchboard/admin.token at first start.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \

@@ -7,9 +7,14 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "switchboard",
-    platforms: [.macOS(.v15)],
+    // One list for every target: the daemon's targets use Synchronization's Mutex (macOS 15);
+    // SwitchboardKit itself needs Observation (macOS 14, iOS 17).
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .executable(name: "switchboard", targets: ["switchboard"]),
+        // The Swift client library for the call protocol (docs/swift-client.md).
+        .library(name: "SwitchboardKit", targets: ["SwitchboardKit"]),
+        .executable(name: "switchboard-phone", targets: ["switchboard-phone"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -24,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket", from: "1.6.2"),
     ],
     targets: [
         // The C boundary: Debian's libwebsockets 4.1 and libev.
@@ -34,10 +40,13 @@ let package = Package(
         ),
         // POSIX socket helpers in C, so the Swift side handles no sockaddr.
         .target(name: "CSwitchboardShims"),
+        // Rules the daemon and its client libraries share (the participants' default order).
+        .target(name: "SwitchboardProtocol", swiftSettings: strictSettings),
         // Pure core: ids, wire codecs, relay state machine. No I/O, no clock, no threads.
         .target(
             name: "SwitchboardCore",
             dependencies: [
+                "SwitchboardProtocol",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
                 // HMAC-SHA256 for the SFU room keys (pure computation, no I/O).
@@ -126,6 +135,39 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // The Swift client library: signalling only (media is the app's), over swift-websocket's WSClient.
+        .target(
+            name: "SwitchboardKit",
+            dependencies: [
+                "SwitchboardProtocol",
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // `switchboard-phone`: ring, answer and meet from a terminal, on SwitchboardKit.
+        .executableTarget(
+            name: "switchboard-phone",
+            dependencies: [
+                "SwitchboardKit", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // docs/swift-client.md's quick start, compiled (a test checks the document shows this file).
+        .executableTarget(
+            name: "switchboard-kit-quickstart",
+            dependencies: ["SwitchboardKit"],
+            path: "Examples/QuickStart",
+            swiftSettings: strictSettings
+        ),
+        // `scripts/bench client`: SwitchboardKit's cost per event and memory per call.
+        .executableTarget(
+            name: "switchboard-client-bench",
+            dependencies: ["SwitchboardKit", "CSwitchboardShims"],
+            path: "bench/client",
+            swiftSettings: strictSettings
+        ),
         // `scripts/bench placement`: the placement engine on generated worlds.
         .executableTarget(
             name: "switchboard-placement-bench",
@@ -144,7 +186,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchboardCoreTests",
-            dependencies: ["SwitchboardCore", "SwitchboardTesting"],
+            dependencies: ["SwitchboardCore", "SwitchboardProtocol", "SwitchboardTesting"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -186,10 +228,17 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // SwitchboardKit's state logic, fed frames recorded from the daemon (the browser
+        // library's tests replay the same recordings: clients/js/test/fixtures).
+        .testTarget(
+            name: "SwitchboardKitTests",
+            dependencies: ["SwitchboardKit", "SwitchboardProtocol"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "SwitchboardIntegrationTests",
             dependencies: [
-                "SwitchboardServer", "SwitchboardApp", "SwitchboardCore", "SwitchboardTesting", "SwitchboardAuth",
+                "SwitchboardServer", "SwitchboardApp", "SwitchboardCore", "SwitchboardTesting", "SwitchboardAuth", "SwitchboardKit",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -148,6 +148,9 @@ int sb_create_private_file(const char *path, const char *text) {
  * its peak after a load). Returns 1 if memory was released. */
 int sb_release_free_memory(void) { return malloc_trim(0); }
 
+/* Bytes of heap in use (glibc's mallinfo2 uordblks), for benchmarks that weigh a structure. */
+size_t sb_heap_in_use(void) { return mallinfo2().uordblks; }
+
 /* Fixes glibc's mmap and trim thresholds. Left dynamic, freeing one large block (a grown hash
  * table) raises both to its size, and the thread arenas then keep that much free memory
  * resident for good. */

@@ -15,6 +15,8 @@ int sb_open_reserve(void);
 int sb_lock_file(const char *path, char *holder, size_t len);
 int sb_create_private_file(const char *path, const char *text);
 int sb_release_free_memory(void);
+/* Bytes of heap in use (mallinfo2), for benchmarks. */
+size_t sb_heap_in_use(void);
 void sb_fix_malloc_thresholds(void);
 int sb_peer_address(int fd, char *buf, size_t len);
 int sb_connect_tcp(const char *host, int port);

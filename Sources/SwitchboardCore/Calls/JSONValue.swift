@@ -1,45 +1,8 @@
 import Foundation
 
-/// A JSON document held as a value: call-protocol frames, custom call data, SDP payloads.
-///
-/// Objects are written with their keys sorted, so equal values always encode to the same bytes.
-public enum JSONValue: Sendable, Hashable, Codable {
-    case null
-    case bool(Bool)
-    case number(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
-        }
-    }
-
+/// The daemon's JSON parser and writer for the shared value type: objects are written with their
+/// keys sorted, so equal values always encode to the same bytes.
+extension JSONValue {
     /// Parses one JSON document; `nil` when the bytes are not JSON.
     public static func parse(_ bytes: some Collection<UInt8>) -> JSONValue? {
         JSONValueBuilder.parse(Array(bytes))
@@ -102,37 +65,6 @@ public enum JSONValue: Sendable, Hashable, Codable {
 }
 
 extension JSONValue {
-    /// The member `key` of an object; `nil` for a missing key or a non-object.
-    public subscript(key: String) -> JSONValue? {
-        guard case .object(let members) = self else { return nil }
-        return members[key]
-    }
-
-    public var stringValue: String? {
-        if case .string(let value) = self { return value }
-        return nil
-    }
-
-    public var boolValue: Bool? {
-        if case .bool(let value) = self { return value }
-        return nil
-    }
-
-    public var doubleValue: Double? {
-        if case .number(let value) = self { return value }
-        return nil
-    }
-
-    public var arrayValue: [JSONValue]? {
-        if case .array(let value) = self { return value }
-        return nil
-    }
-
-    public var isObject: Bool {
-        if case .object = self { return true }
-        return false
-    }
-
     /// Milliseconds since 1970 for a date, as the wire writes times.
     public static func time(_ date: Date) -> JSONValue {
         .number((date.timeIntervalSince1970 * 1000).rounded())

@@ -1,3 +1,4 @@
+import SwitchboardProtocol
 import Foundation
 
 /// A call the engine holds in memory: its record, members, active sessions and derived state.

@@ -1,3 +1,4 @@
+import SwitchboardProtocol
 import Foundation
 import SwitchboardCore
 import XCTest
