@@ -71,8 +71,8 @@ public struct CallModel: Sendable, Equatable {
     /// Applies one event about this call; `me` is this client's user id.
     public mutating func apply(_ event: ServerEvent, me: String) {
         let data = event.data
-        if let call = try? Wire.decode(CallInfo.self, from: data["call"] ?? .null) { setInfo(call) }
-        if let members = try? Wire.decode([Member].self, from: data["members"] ?? .null) { self.members = members }
+        if let call = data["call"], let info = try? CallInfo(json: call) { setInfo(info) }
+        if let list = data["members"], let members = try? Member.list(list) { self.members = members }
         switch event.type {
         case "call.ring":
             incomingRing = IncomingRing(from: data["from"]?.stringValue ?? "", deadline: data["ring_deadline"]?.int64Value)
@@ -93,7 +93,7 @@ public struct CallModel: Sendable, Equatable {
             ownSessionIDs = []
             dominantSpeaker = nil
         case "call.participant_joined", "call.participant_updated":
-            if let participant = try? Wire.decode(Participant.self, from: data["participant"] ?? .null) {
+            if let json = data["participant"], let participant = try? Participant(json: json) {
                 participants.removeAll { $0.sessionId == participant.sessionId }
                 participants.append(participant)
             }
@@ -110,7 +110,7 @@ public struct CallModel: Sendable, Equatable {
                 participants[index].dominantSpeaker = participants[index].sessionId == dominantSpeaker
             }
         case "call.sfu_changed":
-            if let moved = try? Wire.decode(SFUInfo.self, from: data["sfu"] ?? .null) {
+            if let json = data["sfu"], let moved = try? SFUInfo(json: json) {
                 let session = data["session_id"]?.stringValue
                 if session == nil || ownSessionIDs.contains(session ?? "") { sfu = moved }
             }

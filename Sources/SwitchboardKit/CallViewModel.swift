@@ -65,6 +65,8 @@ public final class CallViewModel {
         let controller = client.makeCallController(callType: callType, callId: callId)
         self.controller = controller
         lastOutcome = nil
+        // Followed before the request goes out: its events may arrive before its answer is read.
+        current = await controller.call()
         await perform {
             if self.client.config.joinCallInstantly || !ring {
                 self.call = try await controller.joinCall(members: members, ring: ring)

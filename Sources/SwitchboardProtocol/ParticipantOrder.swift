@@ -22,16 +22,17 @@ public enum ParticipantOrder {
     public static func precedes<P: ParticipantOrderable>(_ lhs: P, _ rhs: P, dominant: String?) -> Bool {
         let left = rank(lhs, dominant: dominant)
         let right = rank(rhs, dominant: dominant)
-        if left != right { return left.lexicographicallyPrecedes(right) }
+        if left != right { return left < right }
         if lhs.orderUserID != rhs.orderUserID { return lhs.orderUserID < rhs.orderUserID }
         return lhs.orderSessionID < rhs.orderSessionID
     }
 
-    /// 0 where the participant has the property, 1 where not, in priority order.
-    private static func rank<P: ParticipantOrderable>(_ session: P, dominant: String?) -> [Int] {
-        [
-            session.isPinned, session.isScreensharing, session.orderSessionID == dominant, session.isSpeaking,
-            session.publishesVideo, session.publishesAudio,
-        ].map { $0 ? 0 : 1 }
+    /// One bit per criterion, the first criterion highest, set where the participant LACKS the
+    /// property: a smaller rank sorts first (a lexicographic comparison of the criteria, without
+    /// building an array per comparison).
+    private static func rank<P: ParticipantOrderable>(_ session: P, dominant: String?) -> Int {
+        func lacks(_ has: Bool, _ bit: Int) -> Int { has ? 0 : 1 << bit }
+        return lacks(session.isPinned, 5) | lacks(session.isScreensharing, 4) | lacks(session.orderSessionID == dominant, 3)
+            | lacks(session.isSpeaking, 2) | lacks(session.publishesVideo, 1) | lacks(session.publishesAudio, 0)
     }
 }
