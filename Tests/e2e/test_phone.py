@@ -21,6 +21,20 @@ PHONE = Path(os.environ.get("TEST_SWITCHBOARD_PHONE_BIN", REPO_ROOT / ".build" /
 TIMEOUT_S = 20.0
 
 
+#: Every phone a test started; the autouse fixture ends the ones still running, by PID.
+_started: list["Phone"] = []
+
+
+@pytest.fixture(autouse=True)
+def _end_phones():
+    yield
+    while _started:
+        phone = _started.pop()
+        if phone.process.poll() is None:
+            phone.process.kill()
+            phone.process.wait(timeout=TIMEOUT_S)
+
+
 class Phone:
     """One switchboard-phone process, its output read line by line on a thread."""
 
@@ -30,6 +44,7 @@ class Phone:
         self.process = subprocess.Popen(
             [str(PHONE), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
         )
+        _started.append(self)
         self.lines: list[str] = []
         self.changed = threading.Condition()
         threading.Thread(target=self._pump, daemon=True).start()

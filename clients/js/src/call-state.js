@@ -40,9 +40,12 @@ export function derive(s) {
   const otherRinging = s.members.some((m) => m.user_id !== s.userId && m.ring_state === 'ringing');
   const incoming = !s.ended && myRingState === 'ringing';
   const outgoing = !s.ended && !incoming && s.createdBy === s.userId && otherRinging;
+  const answered = s.members.some((m) => m.user_id !== s.userId && m.ring_state === 'accepted');
   let callingState = CallingState.IDLE;
   if (s.ended) callingState = CallingState.ENDED;
   else if (s.ownSessionId && s.reconnecting) callingState = CallingState.RECONNECTING;
+  // A caller who joined at once still rings until someone answers (the outgoing screen).
+  else if (s.ownSessionId && outgoing && !answered) callingState = CallingState.RINGING_OUTGOING;
   else if (s.ownSessionId) callingState = CallingState.JOINED;
   else if (s.joining) callingState = CallingState.JOINING;
   else if (incoming) callingState = CallingState.RINGING_INCOMING;

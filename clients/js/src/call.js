@@ -22,6 +22,8 @@ export class Call extends Emitter {
     this.media = null;
     this.ownsLocalStream = false;
     this.joinOptions = null;
+    /** signals that arrived before the media path started */
+    this._earlySignals = [];
   }
 
   _set(next) {
@@ -46,7 +48,11 @@ export class Call extends Emitter {
   /** @internal a server event for this call */
   _handleEvent(frame) {
     this.emit('event', frame);
-    if (frame.type === 'signal' && this.media && this.media.handleSignal) this.media.handleSignal(frame.data || {});
+    if (frame.type === 'signal') {
+      if (this.media) { if (this.media.handleSignal) this.media.handleSignal(frame.data || {}); }
+      // Joined (or joining) but the media path is not up yet: keep it for when it is.
+      else if ((this.state.ownSessionId || this.state.joining) && this.client._RTCPeerConnection && this._earlySignals.length < 200) this._earlySignals.push(frame.data || {});
+    }
     this._set(applyEvent(this.state, frame));
   }
 
@@ -143,8 +149,10 @@ export class Call extends Emitter {
       this.client._reportError(new SwitchboardError(ErrorCode.UNSUPPORTED_SFU, `SFU kind ${sfu.kind} is not supported by this client`), this);
       return;
     }
+    const early = this._earlySignals.splice(0);
     try {
       await this.media.start(sfu);
+      if (this.media && this.media.handleSignal) for (const d of early) this.media.handleSignal(d);
     } catch (err) {
       this.client._reportError(SwitchboardError.wrap(err, ErrorCode.MEDIA_FAILED), this);
     }
@@ -160,6 +168,7 @@ export class Call extends Emitter {
   }
 
   _stopMedia(stopLocal = true) {
+    if (stopLocal) this._earlySignals = [];
     const media = this.media;
     this.media = null;
     if (media) { try { media.stop(); } catch { /* ignore */ } }

@@ -144,3 +144,20 @@ test('janus sfu: join keeps own token; sfu_changed for our session replaces it, 
   assert.equal(s.call.sfu.token, undefined);
   assert.equal(s.call.sfu.pin, undefined);
 });
+
+test('a caller who joined at once stays ringing-outgoing until someone answers', () => {
+  const f = fixture('ringing-flow');
+  const alice = received(f, 'alice');
+  const id = cidOf(received(f, 'bob'), 0);
+  let a = applyResponse(initialCallState('ringing', id, 'alice'), 'call.get_or_create', answerTo(f, 'alice', 'call.get_or_create').data);
+  assert.equal(a.callingState, 'ringing-outgoing');
+  // Alice's own join while bob still rings: her session exists, the call still rings.
+  const join = answerTo(f, 'alice', 'call.join').data;
+  const stillRinging = { ...join, members: join.members.map((m) => (m.user_id === 'bob' ? { ...m, ring_state: 'ringing' } : m)) };
+  a = applyResponse(a, 'call.join', stillRinging);
+  assert.ok(a.ownSessionId);
+  assert.equal(a.callingState, 'ringing-outgoing');
+  // Bob accepts: now she is in the call.
+  a = applyEvent(a, alice.find((x) => x.type === 'call.accepted'));
+  assert.equal(a.callingState, 'joined');
+});
