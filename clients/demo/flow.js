@@ -63,13 +63,7 @@ export async function startOutgoing(calleeRaw) {
   if (callee === me()) { setStatus('You cannot call yourself.', true); return; }
   if (app.call && !app.done) return;
   const call = app.client.call('ringing', randomCallId());
-  adopt(call, 'outgoing', callee);
-  app.pending = true;
-  setBusy(true);
-  try {
-    const stream = await openMedia();
-    if (abandoned(call)) { stopStream(stream); return; }
-    app.localStream = stream;
+  await withLocalMedia(call, 'outgoing', callee, async (stream) => {
     $('outgoing-preview').srcObject = stream;
     await call.getOrCreate({ members: [me(), callee], ring: true });
     if (abandoned(call)) { call.end().catch(() => {}); return; }
@@ -77,6 +71,22 @@ export async function startOutgoing(calleeRaw) {
     await call.join(joinOptions());
     if (abandoned(call)) { call.end().catch(() => call.leave().catch(() => {})); return; }
     afterJoin(call);
+  });
+}
+
+/**
+ * Shows `call` in `mode`, opens the camera and microphone, then runs `body(stream)`; a failure
+ * goes to fail(), and the screens are routed again at the end (ringing and meetings alike).
+ */
+async function withLocalMedia(call, mode, peer, body) {
+  adopt(call, mode, peer);
+  app.pending = true;
+  setBusy(true);
+  try {
+    const stream = await openMedia();
+    if (abandoned(call)) { stopStream(stream); return; }
+    app.localStream = stream;
+    await body(stream);
   } catch (err) {
     await fail(call, err);
   } finally {
@@ -91,21 +101,11 @@ export async function joinMeeting(idRaw) {
   if (!CALL_ID_RE.test(id)) { setStatus('A meeting id is 1–64 letters, digits, _ or -.', true); return; }
   if (app.call && !app.done) return;
   const call = app.client.call('default', id);
-  adopt(call, 'call', null);
-  app.pending = true;
-  setBusy(true);
-  try {
-    const stream = await openMedia();
-    if (abandoned(call)) { stopStream(stream); return; }
-    app.localStream = stream;
+  await withLocalMedia(call, 'call', null, async () => {
     await call.join(joinOptions({ create: true }));
     if (abandoned(call)) { call.leave().catch(() => {}); return; }
     afterJoin(call);
-  } catch (err) {
-    await fail(call, err);
-  } finally {
-    if (app.call === call) { app.pending = false; setBusy(false); route(); }
-  }
+  });
 }
 
 /** client 'ring': show the incoming screen, or answer busy when already in a call. */

@@ -83,17 +83,23 @@ test('backoff grows exponentially with jitter within bounds', async () => {
   }
 });
 
+/** Bob connected and joined to the recorded meeting (the resume fixture's first frames). */
+async function joinedAsBob(bobFrames) {
+  const { client, clock } = makeClient();
+  const ws = await connectClient(client, bobFrames[0]);
+  const call = client.call('default', bobFrames[1].data.call.id);
+  const joining = call.join({ media: false });
+  await flush();
+  ws.answer('call.join', bobFrames[1]);
+  await joining;
+  return { client, clock, ws, call };
+}
+
 test('resume: auth carries resume_token and last_seq; replay with duplicates dropped', async () => {
   const f = fixture('resume');
   const bobFrames = received(f, 'bob');
   const resumed = received(f, 'bob-resumed');
-  const { client, clock } = makeClient();
-  const ws = await connectClient(client, bobFrames[0]);
-  const call = client.call('default', bobFrames[1].data.call.id);
-  const j = call.join({ media: false });
-  await flush();
-  ws.answer('call.join', bobFrames[1]);
-  await j;
+  const { client, clock, ws, call } = await joinedAsBob(bobFrames);
   const events = [];
   client.on('event', (fr) => events.push(fr.seq));
   ws.serverSend(bobFrames[2]); // participant_joined seq 1
@@ -144,13 +150,7 @@ test('incomplete replay or refused resume: re-fetch every call with call.get', a
   const f = fixture('resume');
   const bobFrames = received(f, 'bob');
   const gap = received(f, 'bob-resume-gap');
-  const { client, clock } = makeClient();
-  const ws = await connectClient(client, bobFrames[0]);
-  const call = client.call('default', bobFrames[1].data.call.id);
-  const j = call.join({ media: false });
-  await flush();
-  ws.answer('call.join', bobFrames[1]);
-  await j;
+  const { client, clock, ws, call } = await joinedAsBob(bobFrames);
   ws.serverClose(4003);
   await clock.advance(500);
   const ws2 = FakeWebSocket.last;
