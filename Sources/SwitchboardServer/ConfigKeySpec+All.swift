@@ -48,6 +48,7 @@ extension ConfigKeySpec {
         .init("store.synchronous", .string(allowed: ["normal", "full"]), .string("normal"), "SQLite synchronous level in WAL mode: normal survives a process crash, full also a power loss."),
         .init("store.busy_timeout_ms", .int(0...600_000), .int(5000), "How long a write waits for a lock before failing."),
         .init("store.checkpoint_interval_ms", .int(0...60_000), .int(30), "How often a connection of its own checkpoints the WAL so commits never do; 0 leaves checkpoints to SQLite inside commits."),
+        .init("store.fold_interval_ms", .int(0...60_000), .int(1000), "How often committed call batches move from the append-only batch log into the tables (ADR 0010); 0 writes each batch into the tables in its own transaction."),
     ]
 
     static let transport: [ConfigKeySpec] = [

@@ -73,7 +73,8 @@ extension SwitchboardConfiguration {
             directory: try values.string("store.directory"),
             synchronous: StoreConfiguration.Synchronous(rawValue: try values.string("store.synchronous")) ?? .normal,
             busyTimeout: try values.milliseconds("store.busy_timeout_ms"),
-            checkpointInterval: try values.milliseconds("store.checkpoint_interval_ms"))
+            checkpointInterval: try values.milliseconds("store.checkpoint_interval_ms"),
+            foldInterval: try values.milliseconds("store.fold_interval_ms"))
         auth = try Self.auth(values)
         relay = try Self.relay(values)
         if try values.string("peerjs.auth") == "jwt" {

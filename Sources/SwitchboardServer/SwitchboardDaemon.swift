@@ -123,6 +123,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         // While the store is idle (no load), give the heap memory ended calls left back.
         store.whenIdle { ProcessMemory.releaseFree() }
         let factory = PrometheusMetricsFactory(registry: registry)
+        StoreFoldMetrics.observe(store, factory: factory, logger: logger)
         let directory = try SFUDirectory(
             store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
             clock: clocks.monotonic, wallClock: clocks.wall, metricsFactory: factory, roomKeys: try roomKeys(), logger: logger)
@@ -265,6 +266,10 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         lock.withLock { httpClient }?.shutdown()
         directory?.stop()
         lock.withLock { adminContext }?.install(nil)
+        // Leave the tables whole for tools that read the file; the next start would fold it too.
+        do { try store?.fold() } catch {
+            logger.error("folding the batch log at stop failed; the next start folds it", metadata: ["error": "\(error)"])
+        }
         lock.withLock { stateLock = nil }
         logger.notice("stopped")
     }

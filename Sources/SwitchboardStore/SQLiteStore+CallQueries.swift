@@ -7,6 +7,7 @@ extension SQLiteStore {
     public func listCalls(_ query: CallQuery) throws -> CallPage {
         let after = try query.cursor.map(Self.decodeCallCursor)
         let limit = query.limit.clamped(to: CallQuery.limits)
+        try fold()
         return try Self.storeErrors {
             try pool.read { db in
                 let (filter, arguments) = Self.callFilter(query, after: after)

@@ -16,7 +16,8 @@ extension SQLiteStore: SFUStore {
     }
 
     public func allPlacements() throws -> [PlacementRecord] {
-        try pool.read { db in
+        try fold()
+        return try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM call_placement ORDER BY call_id").compactMap(Self.placement)
         }
     }
@@ -38,9 +39,14 @@ extension SQLiteStore: SFUStore {
     }
 
     public func failover(down: SFUID, moves: [PlacementRecord]) throws {
-        try pool.write { db in
-            try db.execute(sql: "UPDATE sfu SET state = 'down' WHERE id = ?", arguments: [down.rawValue])
-            for move in moves { try Self.upsert(move, db) }
+        let rows = try moves.map { try StoredRow(.savePlacement($0)) }
+        // Placements committed before the failover reach the tables before its moves.
+        try folding.withLock { () throws in
+            if let log { try foldLocked(log) }
+            try pool.write { db in
+                try db.execute(sql: "UPDATE sfu SET state = 'down' WHERE id = ?", arguments: [down.rawValue])
+                for row in rows { try row.execute(db) }
+            }
         }
     }
 
@@ -60,20 +66,6 @@ extension SQLiteStore: SFUStore {
                 record.state.rawValue, record.secret, record.reportedLoad, record.lastHeartbeatAt,
                 record.kind.rawValue, record.janus?.adminURL, record.janus?.adminSecret.description,
             ])
-    }
-
-    static func upsert(_ record: PlacementRecord, _ db: Database) throws {
-        let locations = String(decoding: try JSONEncoder().encode(record.locations), as: UTF8.self)
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO call_placement (call_id, sfu_id, locations, sources, assigned_at, reason, room) VALUES (?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(call_id) DO UPDATE SET sfu_id = excluded.sfu_id, locations = excluded.locations,
-                  sources = excluded.sources, assigned_at = excluded.assigned_at, reason = excluded.reason, room = excluded.room
-                """
-        ).execute(arguments: [
-            record.callID, record.sfu.rawValue, locations, record.sources.map(\.rawValue).joined(separator: ","),
-            StoredTime.text(record.assignedAt), record.reason, record.room.map { Int64(bitPattern: $0) },
-        ])
     }
 
     private static func sfu(_ row: Row) -> SFURecord? {

@@ -1,18 +1,31 @@
 import Foundation
 import GRDB
+import Synchronization
 import SwitchboardCore
 
 /// The SQLite store, through GRDB: a WAL-mode `DatabasePool` in the state directory.
 ///
-/// Writes run on GRDB's writer queue (the call hub waits for its batch's commit from its own
-/// call queue, ADR 0006; checkpoints run on a connection of their own); every method that
-/// returns after a write has committed it.
+/// Call batches commit by appending to the batch log, which a fold moves into the tables
+/// (ADR 0010; the call hub waits for the append from its own call queue, ADR 0006); other
+/// writes, and folds, run on GRDB's writer queue; checkpoints run on a connection of their own.
+/// Every method that returns after a write has made it durable as `store.synchronous` says,
+/// and every read of the call tables folds first, so it sees every commit before it.
 public final class SQLiteStore: Sendable {
     /// The configuration it was opened with.
     public let configuration: StoreConfiguration
     let pool: DatabasePool
     /// Checkpoints the WAL off the committing thread; `nil` when SQLite does it in commits.
     private let checkpointer: WALCheckpointer?
+    /// Committed call batches not yet in the tables (ADR 0010); `nil` when
+    /// `store.fold_interval_ms` is 0 and batches write the tables directly.
+    let log: BatchLog?
+    /// Held for a whole fold, so folds (the folder's, and those before reads) run one at a time.
+    let folding = NSLock()
+    let foldStatistics = Mutex(FoldStatistics())
+    let foldObserver = Mutex<(@Sendable (FoldReport) -> Void)?>(nil)
+    private let folder = FolderTimer()
+
+    deinit { folder.timer?.cancel() }
 
     /// The page size of a database this build creates.
     public static let pageSize = 1024
@@ -41,11 +54,15 @@ public final class SQLiteStore: Sendable {
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
             if migrate { try StoreMigrations.migrator.migrate(pool) }
             checkpointer = try Self.startCheckpointer(pool, configuration)
+            log = try Self.openLog(pool, configuration)
         } catch let error as SwitchboardError {
             throw error
         } catch {
             throw SwitchboardError(.unavailable, "cannot open the store at \(configuration.databasePath): \(error)")
         }
+        // What a previous run committed and did not fold goes into the tables before anything reads them.
+        try fold()
+        if log != nil { folder.timer = Self.startFolder(self, interval: configuration.foldInterval) }
     }
 
     /// Runs `action` while the store is idle (nothing new in the WAL since the last checkpoint),
@@ -92,4 +109,9 @@ public final class SQLiteStore: Sendable {
     public func pragma(_ name: String) throws -> String {
         try pool.write { db in try String.fetchOne(db, sql: "PRAGMA \(name)") ?? "" }
     }
+}
+
+/// The folder's timer, set once the store it folds exists.
+private final class FolderTimer: @unchecked Sendable {
+    var timer: (any DispatchSourceTimer)?
 }

@@ -16,15 +16,24 @@ public struct StoreConfiguration: Sendable, Equatable {
     /// How often a connection of its own checkpoints the WAL (PASSIVE), so commits never do;
     /// `.zero` leaves checkpoints to SQLite, inside the commit that fills 1,000 pages.
     public var checkpointInterval: Duration
+    /// How often committed call batches are folded from the batch log into the tables
+    /// (ADR 0010); `.zero` writes every batch into the tables in its own transaction.
+    public var foldInterval: Duration
 
     public init(
         directory: String, synchronous: Synchronous = .normal, busyTimeout: Duration = .seconds(5),
-        checkpointInterval: Duration = .milliseconds(30)
+        checkpointInterval: Duration = .milliseconds(30), foldInterval: Duration = .milliseconds(1000)
     ) {
+        self.foldInterval = foldInterval
         self.directory = directory
         self.synchronous = synchronous
         self.busyTimeout = busyTimeout
         self.checkpointInterval = checkpointInterval
+    }
+
+    /// Where the batch log's segment files live.
+    public var batchLogDirectory: String {
+        directory.hasSuffix("/") ? directory + "batches" : directory + "/batches"
     }
 
     /// The database file's path.

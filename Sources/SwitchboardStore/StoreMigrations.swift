@@ -67,6 +67,10 @@ enum StoreMigrations {
                 table.add(column: "room", .integer)
             }
         }
+        migrator.registerMigration("v8_batch_log") { db in
+            // The highest batch log segment whose batches are in the tables (ADR 0010).
+            try db.execute(sql: "CREATE TABLE batch_log_state (id INTEGER PRIMARY KEY CHECK (id = 1), folded_through INTEGER NOT NULL)")
+        }
         return migrator
     }
 

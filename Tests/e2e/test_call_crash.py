@@ -12,8 +12,9 @@ deadlines, participant sessions and their leaving).
 Each cycle starts the daemon on the state directory (``--port 0 --admin-port 0``), resumes every
 client with its ``resume_token`` and ``last_seq`` *before* any load runs, checks the resume, runs
 the load, and SIGKILLs the daemon by PID after a seeded-random 0.2-1.5 s with requests in flight.
-After each kill the database (opened read-only, as the crash left it) must pass
-``PRAGMA integrity_check`` and hold every fact told so far. One cycle stays down past the ring
+After each kill the store is opened once the way the daemon opens it (``switchboard migrate``),
+which folds what the crash left in the batch log into the tables (ADR 0010); the database, then
+read read-only, must pass ``PRAGMA integrity_check`` and hold every fact told so far. One cycle stays down past the ring
 timeout, so that deadlines pass while nothing runs.
 
 On every resume: ``resumed`` is true with the same connection and resume token, the replay is
@@ -608,6 +609,18 @@ class Client:
 # Checks on the store
 
 
+def recover_store(state_dir: Path, cwd: Path) -> bool:
+    """Opens the store as the daemon does at start (``switchboard migrate``): what the killed
+    daemon committed to the batch log goes into the tables. True when the log held any."""
+    held = any(segment.stat().st_size > 0 for segment in (state_dir / "batches").glob("*.batches"))
+    result = subprocess.run([str(_daemon_binary()), "migrate", "--state-dir", str(state_dir)], cwd=cwd,
+                            env=daemon_environment(), capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, f"opening the store after the kill failed: {result.stdout}{result.stderr}"
+    left = list((state_dir / "batches").glob("*.batches"))
+    assert left == [], f"the open folded the batch log and removed its segments, but {left} remain"
+    return held
+
+
 def read_store(path: Path) -> dict[str, Any]:
     """integrity_check and the call tables, read-only (the crash's WAL is left for recovery)."""
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
@@ -898,6 +911,7 @@ class Scenario:
         world.stats["kills"] += 1
         world.stats["kills with requests in flight"] += in_flight > 0
         world.stats["requests in flight at kills"] += in_flight
+        world.stats["kills that left batches in the batch log"] += recover_store(self.state_dir, self.cwd)
         problems = check_store(self.database, world, self.daemons, final=False)
         assert not problems, failure(world, f"after kill {index} the store lacks what clients were told", problems)
 

@@ -605,11 +605,21 @@ def machine_facts(binary: str) -> str:
 
 
 def report(path: str, command: str, binary: str) -> str:
-    """The markdown table of medians over the runs in `path`, with every run's value."""
+    """The markdown table of medians over the runs in `path`, with every run's value; one table
+    per label when the runs carry several (variants alternated within one invocation)."""
     with open(path, encoding="utf-8") as f:
         records = [json.loads(line) for line in f if line.strip()]
     if not records:
         return "no runs recorded"
+    labels = list(dict.fromkeys(r.get("label", "switchboard") for r in records))
+    if len(labels) > 1:
+        return "\n\n".join(f"### {label}\n\n" + report_table([r for r in records if r.get("label", "switchboard") == label], command, binary)
+                           for label in labels)
+    return report_table(records, command, binary)
+
+
+def report_table(records: list[dict], command: str, binary: str) -> str:
+    """The table of one variant's runs."""
     first = records[0]
     header = ["measure", f"median of {len(records)}"] + [f"run {i + 1}" for i in range(len(records))]
     lines = [

@@ -37,11 +37,55 @@ protocol CallStoreContractCases {
     func test_identifiersCompareByteForByte() throws
 }
 
-/// The contract against the SQLite store, each store on a new file in a temporary directory.
+/// The contract against the SQLite store, each store on a new file in a temporary directory,
+/// with its batch log (ADR 0010): commits append to the log and reads fold it first.
 final class SQLiteCallStoreContractTests: XCTestCase, CallStoreContractCases {
     private var contract: CallStoreContract {
         CallStoreContract(
             makeStore: { [unowned self] in try SQLiteStore(configuration: StoreConfiguration(directory: try self.temporaryDirectory())) },
+            placements: { store in
+                try Dictionary(uniqueKeysWithValues: (store as! SQLiteStore).allPlacements().map { ($0.callID, CallStoreContract.placed($0)) })
+            })
+    }
+
+    func test_everyRecordTypeRoundTripsWithAllItsFields() throws { try contract.everyRecordTypeRoundTripsWithAllItsFields() }
+    func test_optionalFieldsRoundTripAsNil() throws { try contract.optionalFieldsRoundTripAsNil() }
+    func test_savesUpsertInPlaceAndDeleteConnectionRemovesIt() throws { try contract.savesUpsertInPlaceAndDeleteConnectionRemovesIt() }
+    func test_aSessionSavedUnderAnotherCallMovesToIt() throws { try contract.aSessionSavedUnderAnotherCallMovesToIt() }
+    func test_mutationsApplyInBatchOrder() throws { try contract.mutationsApplyInBatchOrder() }
+    func test_rowsOfACallThatIsNotStoredAreKept() throws { try contract.rowsOfACallThatIsNotStoredAreKept() }
+    func test_aNULInAFreeTextFieldRefusesTheWholeBatch() throws { try contract.aNULInAFreeTextFieldRefusesTheWholeBatch() }
+    func test_placementsCommitWithTheirBatchAndGoWithIt() throws { try contract.placementsCommitWithTheirBatchAndGoWithIt() }
+    func test_aSessionWithANonFiniteNumberRefusesTheWholeBatch() throws { try contract.aSessionWithANonFiniteNumberRefusesTheWholeBatch() }
+    func test_loadLiveStateHoldsLiveCallsTheirMembersActiveSessionsAndEveryConnection() throws {
+        try contract.loadLiveStateHoldsLiveCallsTheirMembersActiveSessionsAndEveryConnection()
+    }
+    func test_liveStateTiesAreBrokenByIdentifier() throws { try contract.liveStateTiesAreBrokenByIdentifier() }
+    func test_anEndedCallLeavesTheLiveStateButLoadsByItsCID() throws { try contract.anEndedCallLeavesTheLiveStateButLoadsByItsCID() }
+    func test_anUnknownCallIsNil() throws { try contract.anUnknownCallIsNil() }
+    func test_listCallsFiltersByStateTypeMemberAndCreationTime() throws { try contract.listCallsFiltersByStateTypeMemberAndCreationTime() }
+    func test_listCallsSeesTheLatestSaveOfACall() throws { try contract.listCallsSeesTheLatestSaveOfACall() }
+    func test_listCallsPagesNewestFirstWithoutRepeatsOrGaps() throws { try contract.listCallsPagesNewestFirstWithoutRepeatsOrGaps() }
+    func test_theLimitIsClampedToTheOneListRule() throws { try contract.theLimitIsClampedToTheOneListRule() }
+    func test_anInvalidCursorIsAnInvalidRequest() throws { try contract.anInvalidCursorIsAnInvalidRequest() }
+    func test_cursorsAreURLSafe() throws { try contract.cursorsAreURLSafe() }
+    func test_callDetailHoldsOrderedMembersEverySessionAndTheLastEvents() throws {
+        try contract.callDetailHoldsOrderedMembersEverySessionAndTheLastEvents()
+    }
+    func test_eventsKeepTheirAppendOrder() throws { try contract.eventsKeepTheirAppendOrder() }
+    func test_callDetailSessionTiesAreBrokenBySessionID() throws { try contract.callDetailSessionTiesAreBrokenBySessionID() }
+    func test_timesAreKeptToTheNearestMillisecond() throws { try contract.timesAreKeptToTheNearestMillisecond() }
+    func test_historyComparesCreationTimesToTheMillisecond() throws { try contract.historyComparesCreationTimesToTheMillisecond() }
+    func test_customDataAndPayloadsReadBackAsTheirJSONText() throws { try contract.customDataAndPayloadsReadBackAsTheirJSONText() }
+    func test_identifiersCompareByteForByte() throws { try contract.identifiersCompareByteForByte() }
+}
+
+/// The contract against the SQLite store without its batch log (`store.fold_interval_ms` 0):
+/// every batch a transaction on the tables, as before ADR 0010.
+final class SQLiteDirectCallStoreContractTests: XCTestCase, CallStoreContractCases {
+    private var contract: CallStoreContract {
+        CallStoreContract(
+            makeStore: { [unowned self] in try SQLiteStore(configuration: StoreConfiguration(directory: try self.temporaryDirectory(), foldInterval: .zero)) },
             placements: { store in
                 try Dictionary(uniqueKeysWithValues: (store as! SQLiteStore).allPlacements().map { ($0.callID, CallStoreContract.placed($0)) })
             })

@@ -1,0 +1,235 @@
+import Foundation
+import GRDB
+import SwitchboardCore
+
+/// One call mutation as the statement that applies it and that statement's arguments, already
+/// in their stored form (dates as text, JSON as text). It is what a batch log record holds
+/// (``BatchCodec``) and what a fold executes, so a mutation is turned into SQL values once, on
+/// the committing thread, and the two write paths cannot disagree on a column.
+struct StoredRow: Sendable, Equatable {
+    enum Kind: UInt8, Sendable, CaseIterable {
+        case call = 1, member, session, event, connection, deleteConnection, placement, deletePlacement
+    }
+
+    var kind: Kind
+    var values: [DatabaseValue]
+
+    init(kind: Kind, values: [DatabaseValue]) {
+        self.kind = kind
+        self.values = values
+    }
+
+    private init(_ kind: Kind, _ values: [(any DatabaseValueConvertible)?]) {
+        self.init(kind: kind, values: values.map { $0?.databaseValue ?? .null })
+    }
+
+    /// The mutation's row. Throws only for a value SQLite cannot hold (a non-finite number).
+    init(_ mutation: CallMutation) throws {
+        switch mutation {
+        case .saveCall(let call):
+            self.init(.call, [
+                call.cid.cid, call.cid.type, call.cid.id, call.createdBy.rawValue, StoredTime.text(call.createdAt), call.session,
+                StoredTime.text(call.endedAt), call.endedReason?.rawValue, call.rung, StoredTime.text(call.autoCancelAt),
+                StoredTime.text(call.emptyDeadline), call.custom.text,
+            ])
+        case .saveMember(let member):
+            self.init(.member, [
+                member.cid.cid, member.userID.rawValue, StoredTime.text(member.addedAt), member.ringState.rawValue,
+                member.ringReason?.rawValue, StoredTime.text(member.ringUpdatedAt), StoredTime.text(member.ringDeadline),
+            ])
+        case .saveSession(let session):
+            self.init(.session, [
+                session.sessionID.rawValue, session.cid.cid, session.callSession, session.userID.rawValue,
+                session.connection.rawValue, session.role.rawValue, StoredTime.text(session.joinedAt), StoredTime.text(session.leftAt),
+                session.leftReason, try session.location.map(Self.locationText), try Self.mediaText(session.media),
+            ])
+        case .appendEvent(let event):
+            self.init(.event, [
+                event.cid.cid, event.callSession, StoredTime.text(event.at), event.type, event.payload.text,
+            ])
+        case .saveConnection(let connection):
+            self.init(.connection, [
+                connection.id.rawValue, connection.userID.rawValue, connection.resumeToken, StoredTime.text(connection.connectedAt),
+                StoredTime.text(connection.tokenExpiresAt), StoredTime.text(connection.detachedAt),
+            ])
+        case .deleteConnection(let id):
+            self.init(.deleteConnection, [id.rawValue])
+        case .savePlacement(let placement):
+            self.init(.placement, [
+                placement.callID, placement.sfu.rawValue, try Self.jsonText(placement.locations),
+                placement.sources.map(\.rawValue).joined(separator: ","), StoredTime.text(placement.assignedAt), placement.reason,
+                placement.room.map { Int64(bitPattern: $0) },
+            ])
+        case .deletePlacement(let cid):
+            self.init(.deletePlacement, [cid.cid])
+        }
+    }
+
+    /// Runs the row's statement.
+    func execute(_ db: Database) throws {
+        try db.cachedStatement(sql: kind.sql).execute(arguments: StatementArguments(values))
+    }
+
+    /// Rows that a later row of the same key replaces whole share this key; events have none
+    /// (each is appended). Saves and deletes of one connection (or placement) share a key. Keys
+    /// are bytes, compared as SQLite compares the key columns: byte for byte (two spellings of
+    /// "Å" are two calls), not as Swift compares strings.
+    var key: [UInt8]? {
+        let name: UInt8
+        switch kind {
+        case .event: return nil
+        case .call: name = 1
+        case .member: name = 2
+        case .session: name = 3
+        case .connection, .deleteConnection: name = 4
+        case .placement, .deletePlacement: name = 5
+        }
+        var key: [UInt8] = [name]
+        for value in values.prefix(kind == .member ? 2 : 1) {
+            key.append(0)
+            if case .string(var text) = value.storage { text.withUTF8 { key.append(contentsOf: $0) } }
+        }
+        return key
+    }
+
+    /// The cid of the call this row belongs to; `nil` for connections.
+    var callCID: String? {
+        switch kind {
+        case .connection, .deleteConnection: return nil
+        case .call, .member, .session, .event, .placement, .deletePlacement: return values.first.flatMap(String.fromDatabaseValue)
+        }
+    }
+
+    /// A session's media state as JSON, written directly (`JSONEncoder` was a measurable share
+    /// of a join's commit); the same keys and values as its `Codable` form, and a non-finite
+    /// level refused as the encoder refuses it.
+    static func mediaText(_ media: MediaState) throws -> String {
+        guard media.audioLevel.isFinite else {
+            throw EncodingError.invalidValue(media.audioLevel, EncodingError.Context(codingPath: [], debugDescription: "audio_level is not finite"))
+        }
+        return JSONValue.object([
+            "audio": .bool(media.audio), "audio_level": .number(media.audioLevel), "pinned": .bool(media.pinned),
+            "screenshare": .bool(media.screenshare), "speaking": .bool(media.speaking), "video": .bool(media.video),
+        ]).text
+    }
+
+    /// A location hint as JSON with sorted keys, written directly like ``mediaText(_:)`` (its
+    /// `JSONEncoder` was 3 % of the daemon's CPU at 1,000 joins/s); absent fields are left out
+    /// and a non-finite number is refused, as the encoder does.
+    static func locationText(_ location: LocationHint) throws -> String {
+        var fields: [String: JSONValue] = [:]
+        func number(_ value: Double) throws -> JSONValue {
+            guard value.isFinite else {
+                throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: [], debugDescription: "a location number is not finite"))
+            }
+            return .number(value)
+        }
+        if let rtt = location.rtt { fields["rtt"] = .object(try rtt.mapValues(number)) }
+        if let latitude = location.latitude { fields["latitude"] = try number(latitude) }
+        if let longitude = location.longitude { fields["longitude"] = try number(longitude) }
+        if let region = location.region { fields["region"] = .string(region) }
+        if let ip = location.ip { fields["ip"] = .string(ip) }
+        return JSONValue.object(fields).text
+    }
+
+    static func jsonText(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
+
+extension StoredRow.Kind {
+    /// The statement; saves are upserts that replace every column but the key.
+    var sql: String {
+        switch self {
+        case .call:
+            """
+            INSERT INTO call (cid, type, id, created_by, created_at, session, ended_at, ended_reason, rung, auto_cancel_at,
+              empty_deadline, custom)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(cid) DO UPDATE SET created_by = excluded.created_by, created_at = excluded.created_at,
+              session = excluded.session, ended_at = excluded.ended_at, ended_reason = excluded.ended_reason,
+              rung = excluded.rung, auto_cancel_at = excluded.auto_cancel_at, empty_deadline = excluded.empty_deadline,
+              custom = excluded.custom
+            """
+        case .member:
+            """
+            INSERT INTO call_member (cid, user_id, added_at, ring_state, ring_reason, ring_updated_at, ring_deadline)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(cid, user_id) DO UPDATE SET added_at = excluded.added_at, ring_state = excluded.ring_state,
+              ring_reason = excluded.ring_reason, ring_updated_at = excluded.ring_updated_at,
+              ring_deadline = excluded.ring_deadline
+            """
+        case .session:
+            """
+            INSERT INTO call_session (session_id, cid, call_session, user_id, connection_id, role, joined_at, left_at,
+              left_reason, location, media)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(session_id) DO UPDATE SET cid = excluded.cid, call_session = excluded.call_session,
+              user_id = excluded.user_id, connection_id = excluded.connection_id, role = excluded.role,
+              joined_at = excluded.joined_at, left_at = excluded.left_at, left_reason = excluded.left_reason,
+              location = excluded.location, media = excluded.media
+            """
+        case .event:
+            "INSERT INTO call_event (cid, call_session, at, type, payload) VALUES (?, ?, ?, ?, ?)"
+        case .connection:
+            """
+            INSERT INTO client_connection (id, user_id, resume_token, connected_at, token_expires_at, detached_at)
+            VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT(id) DO UPDATE SET user_id = excluded.user_id, resume_token = excluded.resume_token,
+              connected_at = excluded.connected_at, token_expires_at = excluded.token_expires_at,
+              detached_at = excluded.detached_at
+            """
+        case .deleteConnection:
+            "DELETE FROM client_connection WHERE id = ?"
+        case .placement:
+            """
+            INSERT INTO call_placement (call_id, sfu_id, locations, sources, assigned_at, reason, room) VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(call_id) DO UPDATE SET sfu_id = excluded.sfu_id, locations = excluded.locations,
+              sources = excluded.sources, assigned_at = excluded.assigned_at, reason = excluded.reason, room = excluded.room
+            """
+        case .deletePlacement:
+            "DELETE FROM call_placement WHERE call_id = ?"
+        }
+    }
+
+    /// How many values a row of this kind carries.
+    var arity: Int {
+        switch self {
+        case .call: 12
+        case .member: 7
+        case .session: 11
+        case .event: 5
+        case .connection: 6
+        case .deleteConnection, .deletePlacement: 1
+        case .placement: 7
+        }
+    }
+}
+
+extension StoredRow {
+    /// The rows of a run of batches with each key's last row only, in the order keys first
+    /// appeared, events all kept in order. Applying the result leaves the tables as applying
+    /// every row in turn would: every save replaces its whole row and nothing refers across
+    /// tables (no foreign keys), so only the last row of a key matters.
+    static func coalesced(_ batches: some Sequence<[StoredRow]>) -> [StoredRow] {
+        var rows: [StoredRow] = []
+        var position: [[UInt8]: Int] = [:]
+        for batch in batches {
+            for row in batch {
+                guard let key = row.key else {
+                    rows.append(row)
+                    continue
+                }
+                if let index = position[key] {
+                    rows[index] = row
+                } else {
+                    position[key] = rows.count
+                    rows.append(row)
+                }
+            }
+        }
+        return rows
+    }
+}
