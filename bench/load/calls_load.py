@@ -373,6 +373,10 @@ class SteadyJoins:
         loop.call_later((self.t_measure - time.monotonic_ns()) / 1e9, mark, "open")
         loop.call_later((self.t_measure - time.monotonic_ns()) / 1e9, sampler.start)
         loop.call_later((self.t_end - time.monotonic_ns()) / 1e9, mark, "close")
+        step_ns = int(self.opts.series_seconds * 1e9)
+        if step_ns > 0:
+            for index, at in enumerate(range(self.t_measure, self.t_end + 1, step_ns)):
+                loop.call_later((at - time.monotonic_ns()) / 1e9, mark, f"series-{index}")
         await self.pace(start)
         await wait_until(lambda: "close" in marks, 2.0)
         sampler.stop()
@@ -423,11 +427,27 @@ class SteadyJoins:
             out["server_rss_kib"] = s1.rss_kib
             # Everything the daemon wrote to storage in the window (WAL, checkpoints), per join.
             out["server_written_bytes_per_join"] = round((s1.write_bytes - s0.write_bytes) / max(1, self.joins_done_in_window))
+        out["series"] = self.series(marks)
         machine = machine_delta(m0, m1)
         out["machine_busy_pct"] = machine["machine_busy_pct"]
         if "server_cpu_pct" in out:
             out["other_pct"] = round(machine["machine_busy_pct"] - out["server_cpu_pct"] - out["client_cpu_pct"], 1)
         return out
+
+
+    def series(self, marks: dict) -> list[dict]:
+        """Per interval of --series-seconds: join p99 (joins scheduled in it), daemon CPU and bytes
+        written per join answered OK in it: what drifts over a long window."""
+        points = sorted((int(name.split("-")[1]), value) for name, value in marks.items() if name.startswith("series-"))
+        rows = []
+        for (_, (w0, _c0, s0, _m0)), (index, (w1, _c1, s1, _m1)) in zip(points, points[1:]):
+            latencies = [lat for lat, at in zip(self.join_ns, self.join_at_ns, strict=True) if w0 <= at < w1]
+            row = {"end_s": round((w1 - self.t_measure) / 1e9), "joins": len(latencies), "join_p99_us": spread(latencies)["p99"]}
+            if s0 is not None and s1 is not None and latencies:
+                row["server_cpu_us_per_join"] = round((s1.cpu_us - s0.cpu_us) / len(latencies), 1)
+                row["server_written_bytes_per_join"] = round((s1.write_bytes - s0.write_bytes) / len(latencies))
+            rows.append(row)
+        return rows
 
 
 # ---------------------------------------------------------------- phase 2
@@ -639,6 +659,13 @@ def report_table(records: list[dict], command: str, binary: str) -> str:
             present = [v for v in values if v is not None]
             cells.append([cell(statistics.median(present) if present else None, fmt)] + [cell(v, fmt) for v in values])
         lines.append("| " + " | ".join([label] + [" / ".join(column) for column in zip(*cells, strict=True)]) + " |")
+    for index, r in enumerate(records):
+        if r.get("series"):
+            lines += ["", f"Run {index + 1}, per interval (drift):", "",
+                      "| window end s | joins | join p99 ms | CPU µs per join | bytes per join |", "|---|---|---|---|---|"]
+            lines += [f"| {p['end_s']} | {p['joins']:,} | {cell(p.get('join_p99_us') and p['join_p99_us'] / 1000, '{:.2f}')} | "
+                      f"{cell(p.get('server_cpu_us_per_join'), '{:,.0f}')} | {cell(p.get('server_written_bytes_per_join'), '{:,.0f}')} |"
+                      for p in r["series"]]
     codes = collections.Counter()
     for r in records:
         codes.update(r.get("error_codes") or {})
@@ -691,6 +718,8 @@ def parse_args(argv: list[str]):
     r.add_argument("--url", required=True, help="server base, e.g. ws://127.0.0.1:9000")
     r.add_argument("--rate", type=float, default=1000, help="joins per second in total (default 1000)")
     r.add_argument("--seconds", type=float, default=10, help="measurement window (default 10)")
+    r.add_argument("--series-seconds", type=float, default=0,
+                   help="also report join p99, CPU and bytes per join per interval of this length (default 0: none)")
     r.add_argument("--warmup", type=float, default=2, help="paced joins before measuring (default 2)")
     r.add_argument("--users", type=int, default=200, help="connections, one user each (default 200)")
     r.add_argument("--fanout", type=int, default=50, help="participants of the fan-out call (default 50; 0: no fan-out phase)")

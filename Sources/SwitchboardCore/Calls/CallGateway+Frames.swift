@@ -46,18 +46,18 @@ extension CallGateway {
 
     /// Numbers an event for one client connection, keeps it for replay and sends it if the
     /// connection has a socket.
+    ///
+    /// The connection is changed in place (through its index): a copy taken out of `clients`
+    /// would share the replay buffer with the one left in it, and the append would copy the
+    /// whole buffer, frame by frame, on every event.
     mutating func emit(type: String, cid: CallCID?, data: JSONValue, to client: ClientConnectionID, into output: inout CallGatewayOutput) {
-        guard var connection = clients[client] else { return }
-        let seq = connection.nextSeq
-        connection.nextSeq += 1
+        guard let index = clients.index(forKey: client) else { return }
+        let seq = clients.values[index].nextSeq
+        clients.values[index].nextSeq += 1
         if output.emitted[client] == nil { output.emitted[client] = seq }
         let frame = Self.eventFrame(type: type, seq: seq, cid: cid, data: data)
-        connection.buffer.append((seq, frame))
-        if connection.buffer.count > configuration.replayBuffer {
-            connection.buffer.removeFirst(connection.buffer.count - configuration.replayBuffer)
-        }
-        if let socket = connection.socket { output.commands.append(.send(socket, frame)) }
-        clients[client] = connection
+        clients.values[index].buffer.append(seq: seq, frame: frame, keeping: configuration.replayBuffer)
+        if let socket = clients.values[index].socket { output.commands.append(.send(socket, frame)) }
     }
 
     /// Answers a request.

@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 
 /// The `/v1/connect` state machine: sockets, authentication, client connections that outlive
@@ -66,8 +67,8 @@ public struct ClientConnection: Sendable, Equatable {
     public var detachedAt: Date?
     /// The `seq` the next event gets.
     public var nextSeq: UInt64 = 1
-    /// The last events sent, for replay on resume.
-    var buffer: [(seq: UInt64, frame: [UInt8])] = []
+    /// The last events sent, for replay on resume (a ring: the oldest leaves in O(1)).
+    var buffer: Deque<(seq: UInt64, frame: [UInt8])> = []
     var expiringSent = false
     public var remoteAddress: String
     /// Rebuilt after a restart and not resumed since: events sent before the restart are
@@ -163,4 +164,12 @@ extension CallGateway {
 
     /// Whether `socket` is a `/v1/connect` socket the gateway knows.
     public func owns(_ socket: ConnectionID) -> Bool { sockets[socket] != nil || pending[socket] != nil }
+}
+
+extension Deque where Element == (seq: UInt64, frame: [UInt8]) {
+    /// Appends an event frame, dropping the oldest beyond `limit`.
+    mutating func append(seq: UInt64, frame: [UInt8], keeping limit: Int) {
+        append((seq, frame))
+        if count > limit { removeFirst(count - limit) }
+    }
 }
