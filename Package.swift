@@ -129,7 +129,7 @@ let package = Package(
         .executableTarget(
             name: "switchboard",
             dependencies: [
-                "SwitchboardServer", "SwitchboardAuth", "SwitchboardCore", "SwitchboardStore",
+                "SwitchboardServer", "SwitchboardAuth", "SwitchboardCore", "SwitchboardStore", "SwitchboardTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

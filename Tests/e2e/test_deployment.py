@@ -67,6 +67,17 @@ def test_migrate_creates_the_database_in_the_state_directory(tmp_path: Path) -> 
     assert "up to date" in again.stdout
 
 
+def test_migrate_refuses_a_state_directory_a_running_daemon_holds(switchboard, tmp_path: Path) -> None:
+    """Opening the store folds the batch log (ADR 0010): a migrate beside a live daemon would fold
+    the segment the daemon is appending to, so it is refused, naming the daemon."""
+    result = subprocess.run(
+        [str(_release_binary()), "migrate", "--state-dir", str(tmp_path / "data")], capture_output=True, text=True, timeout=30,
+        env=_env(),
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "is in use by another switchboard" in result.stderr and f"pid {switchboard.process.pid}" in result.stderr, result.stderr
+
+
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 def test_the_systemd_unit_verifies(tmp_path: Path) -> None:
     unit = (ROOT / "config" / "switchboard.service").read_text()
