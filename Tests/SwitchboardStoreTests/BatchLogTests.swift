@@ -107,6 +107,31 @@ final class BatchLogTests: XCTestCase, CallFixtures {
         XCTAssertEqual(try reopened2.listCalls(CallQuery()).calls.map(\.cid.cid), ["default:c1"])
     }
 
+    /// A power loss may cost the last commits, never one in the middle: after a damaged record,
+    /// later segments are not applied (they are set aside), at this open or any later one.
+    func test_aDamagedRecordEndsTheLogAcrossSegmentsToo() throws {
+        let directory = try temporaryDirectory()
+        let crashed = try store(directory)
+        try crashed.apply([.saveCall(call("c1"))])
+        try crashed.apply([.saveCall(call("c2"))])
+        let first = try XCTUnwrap(try segmentFiles(directory).first)
+        var bytes = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: first)))
+        bytes[bytes.count - 3] ^= 0xFF  // the segment's second record is damaged
+        try Data(bytes).write(to: URL(fileURLWithPath: first))
+        // A later segment whose one record (c3) is whole, written by a store of its own.
+        let scratch = try temporaryDirectory()
+        try store(scratch).apply([.saveCall(call("c3"))])
+        let later = StoreConfiguration(directory: directory).batchLogDirectory + "/00000000000000000099.batches"
+        try FileManager.default.copyItem(atPath: try XCTUnwrap(try segmentFiles(scratch).first), toPath: later)
+
+        let reopened = try store(directory)
+        XCTAssertEqual(try reopened.listCalls(CallQuery()).calls.map(\.cid.cid), ["default:c1"], "c3 follows the damage")
+        XCTAssertEqual(try segmentFiles(directory), [])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: later + ".after-damage"), "set aside for inspection")
+        let again = try store(directory)
+        XCTAssertEqual(try again.listCalls(CallQuery()).calls.map(\.cid.cid), ["default:c1"], "nor at the next open")
+    }
+
     // MARK: - Folding
 
     func test_aFoldWritesEachKeysLastRowOnceAndEveryEventInOrder() throws {
