@@ -52,19 +52,21 @@ enum BatchCodec {
             appendVarint(UInt64(bitPattern: (integer << 1) ^ (integer >> 63)), to: &bytes)
         case .double(let double):
             bytes.append(Tag.double.rawValue)
-            withUnsafeBytes(of: double.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
+            appendLittleEndian(double.bitPattern, byteCount: 8, to: &bytes)
         case .string(let string):
             bytes.append(Tag.text.rawValue)
-            var string = string
-            string.withUTF8 { utf8 in
-                appendVarint(UInt64(utf8.count), to: &bytes)
-                bytes.append(contentsOf: utf8)
-            }
+            appendVarint(UInt64(string.utf8.count), to: &bytes)
+            bytes.append(contentsOf: string.utf8)
         case .blob(let data):
             bytes.append(Tag.blob.rawValue)
             appendVarint(UInt64(data.count), to: &bytes)
             bytes.append(contentsOf: data)
         }
+    }
+
+    /// The low `byteCount` bytes of `value`, least significant first.
+    static func appendLittleEndian(_ value: UInt64, byteCount: Int, to bytes: inout [UInt8]) {
+        for index in 0..<byteCount { bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(index)))) }
     }
 
     static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {

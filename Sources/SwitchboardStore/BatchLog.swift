@@ -82,8 +82,8 @@ final class BatchLog: Sendable {
         let body = BatchCodec.encode(rows)
         var record: [UInt8] = []
         record.reserveCapacity(body.count + 8)
-        withUnsafeBytes(of: UInt32(body.count).littleEndian) { record.append(contentsOf: $0) }
-        withUnsafeBytes(of: CRC32C.checksum(body).littleEndian) { record.append(contentsOf: $0) }
+        BatchCodec.appendLittleEndian(UInt64(body.count), byteCount: 4, to: &record)
+        BatchCodec.appendLittleEndian(UInt64(CRC32C.checksum(body)), byteCount: 4, to: &record)
         record += body
         try state.withLock { state in
             if state.descriptor < 0 { state.descriptor = try openSegment(state.open.number) }
@@ -157,23 +157,14 @@ final class BatchLog: Sendable {
     }
 
     private func write(_ record: [UInt8], to descriptor: Int32, restoringSize size: Int) throws {
-        let failure: Int32? = record.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                offset += written
-            }
-            return nil
-        }
-        if let failure {
+        do {
+            // Foundation's write loops over partial writes and retries EINTR.
+            try FileHandle(fileDescriptor: descriptor, closeOnDealloc: false).write(contentsOf: record)
+        } catch {
             // A part of the record may be in the file: cut it off, so the next record follows
             // the last whole one.
             _ = ftruncate(descriptor, off_t(size))
-            throw POSIXError(failure, "appending to the batch log")
+            throw error
         }
         if syncEveryAppend, fdatasync(descriptor) != 0 { throw POSIXError(errno, "syncing the batch log") }
     }

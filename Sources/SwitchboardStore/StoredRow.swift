@@ -87,7 +87,7 @@ struct StoredRow: Sendable, Equatable {
         var key: [UInt8] = [name]
         for value in values.prefix(kind == .member ? 2 : 1) {
             key.append(0)
-            if case .string(var text) = value.storage { text.withUTF8 { key.append(contentsOf: $0) } }
+            if case .string(let text) = value.storage { key.append(contentsOf: text.utf8) }
         }
         return key
     }

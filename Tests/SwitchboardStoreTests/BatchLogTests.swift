@@ -25,6 +25,21 @@ final class BatchLogTests: XCTestCase, CallFixtures {
         return try raw.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? -1 }
     }
 
+    /// A store on `directory` that committed c1 then c2 (one segment, two records) and crashed;
+    /// with `damageSecond`, the second record's bytes changed after it was written.
+    private func twoCommitsThenACrash(_ directory: String, damageSecond: Bool) throws -> (store: SQLiteStore, segment: String, bytes: Int) {
+        let crashed = try store(directory)
+        try crashed.apply([.saveCall(call("c1"))])
+        try crashed.apply([.saveCall(call("c2"))])
+        let segment = try XCTUnwrap(try segmentFiles(directory).first)
+        var bytes = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: segment)))
+        if damageSecond {
+            bytes[bytes.count - 3] ^= 0xFF
+            try Data(bytes).write(to: URL(fileURLWithPath: segment))
+        }
+        return (crashed, segment, bytes.count)
+    }
+
     // MARK: - Codec
 
     func test_everyKindOfRowRoundTripsThroughTheCodecAndDamagedBytesDecodeToNil() throws {
@@ -79,30 +94,20 @@ final class BatchLogTests: XCTestCase, CallFixtures {
 
     func test_aRecordCutOffByACrashEndsTheLogAndEverythingBeforeItIsKept() throws {
         let directory = try temporaryDirectory()
-        let crashed = try store(directory)
-        try crashed.apply([.saveCall(call("c1"))])
-        try crashed.apply([.saveCall(call("c2"))])
-        let segment = try XCTUnwrap(try segmentFiles(directory).first)
-        let whole = try XCTUnwrap(FileManager.default.contents(atPath: segment))
+        let (_, segment, whole) = try twoCommitsThenACrash(directory, damageSecond: false)
         // A third record of which only part reached the file.
         let handle = try XCTUnwrap(FileHandle(forWritingAtPath: segment))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data([200, 0, 0, 0, 1, 2, 3, 4, 1, 0x01]))
         try handle.close()
+        XCTAssertEqual(try XCTUnwrap(FileManager.default.contents(atPath: segment)).count, whole + 10)
 
         let reopened = try store(directory)
         XCTAssertEqual(try reopened.listCalls(CallQuery()).calls.map(\.cid.cid).sorted(), ["default:c1", "default:c2"])
 
         // A record whose bytes changed fails its checksum: the log ends before it.
         let directory2 = try temporaryDirectory()
-        let second = try store(directory2)
-        try second.apply([.saveCall(call("c1"))])
-        try second.apply([.saveCall(call("c2"))])
-        let path = try XCTUnwrap(try segmentFiles(directory2).first)
-        var bytes = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path)))
-        XCTAssertEqual(bytes.count, whole.count)
-        bytes[bytes.count - 3] ^= 0xFF
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        _ = try twoCommitsThenACrash(directory2, damageSecond: true)
         let reopened2 = try store(directory2)
         XCTAssertEqual(try reopened2.listCalls(CallQuery()).calls.map(\.cid.cid), ["default:c1"])
     }
@@ -111,13 +116,7 @@ final class BatchLogTests: XCTestCase, CallFixtures {
     /// later segments are not applied (they are set aside), at this open or any later one.
     func test_aDamagedRecordEndsTheLogAcrossSegmentsToo() throws {
         let directory = try temporaryDirectory()
-        let crashed = try store(directory)
-        try crashed.apply([.saveCall(call("c1"))])
-        try crashed.apply([.saveCall(call("c2"))])
-        let first = try XCTUnwrap(try segmentFiles(directory).first)
-        var bytes = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: first)))
-        bytes[bytes.count - 3] ^= 0xFF  // the segment's second record is damaged
-        try Data(bytes).write(to: URL(fileURLWithPath: first))
+        _ = try twoCommitsThenACrash(directory, damageSecond: true)
         // A later segment whose one record (c3) is whole, written by a store of its own.
         let scratch = try temporaryDirectory()
         try store(scratch).apply([.saveCall(call("c3"))])
