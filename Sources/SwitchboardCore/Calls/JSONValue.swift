@@ -56,7 +56,9 @@ extension JSONValue {
             out.append(contentsOf: "null".utf8)
             return
         }
-        if value == value.rounded(), abs(value) < 9.0e15 {
+        // Every integer a double holds below 2^63 is written as digits: a room id near 2^53
+        // written as `9.0e+15` reads as a float in Python and as a lossy number elsewhere.
+        if value == value.rounded(), abs(value) < 0x1p63 {
             out.append(contentsOf: String(Int64(value)).utf8)
         } else {
             out.append(contentsOf: "\(value)".utf8)

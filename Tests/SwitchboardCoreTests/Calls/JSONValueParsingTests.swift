@@ -50,6 +50,20 @@ final class JSONValueParsingTests: XCTestCase {
         XCTAssertEqual(parsed.text, #"{"l":[true,null],"n":-125,"o":{},"s":"a\"b"}"#, "and re-encode compactly, keys sorted")
     }
 
+    /// An SFU room id is any integer below 2^53; one above 9e15 came out as `9.001279320490213e+15`,
+    /// which Python reads as a float (found by the media e2e test, one room in ~1,000).
+    func test_everyIntegerADoubleHoldsExactlyIsWrittenWithoutExponentOrFraction() {
+        let cases: [(Double, String)] = [
+            (9_001_279_320_490_213, "9001279320490213"), (9_007_199_254_740_991, "9007199254740991"),
+            (9_007_199_254_740_992, "9007199254740992"), (-9_007_199_254_740_991, "-9007199254740991"),
+            (0x1p62, "4611686018427387904"), (1.5, "1.5"), (-0.0, "0"), (1e300, "1e+300"),
+        ]
+        for (value, expected) in cases {
+            XCTAssertEqual(JSONValue.number(value).text, expected, "\(value)")
+        }
+        XCTAssertEqual(JSONValue.parse(Array("9001279320490213".utf8))?.text, "9001279320490213")
+    }
+
     func test_aNumberTooLargeForADoubleAndNestingPast256AreRefused() {
         XCTAssertNil(JSONValue.parse(Array("[1e999]".utf8)))
         let deep = String(repeating: "[", count: 257) + String(repeating: "]", count: 257)
