@@ -1,9 +1,14 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// `scripts/fuzz` builds with SWITCHBOARD_FUZZ=1: Switchboard's own modules get libFuzzer's
+/// coverage and AddressSanitizer, the dependencies stay as the test build compiled them, so the
+/// fuzz build reuses them instead of recompiling every package with sanitizers (docs/fuzzing.md).
+let fuzzing = Context.environment["SWITCHBOARD_FUZZ"] == "1"
+
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
-]
+] + (fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address"]), .define("SWITCHBOARD_FUZZING")] : [])
 
 let package = Package(
     name: "switchboard",
@@ -251,7 +256,7 @@ let package = Package(
 //
 // One libFuzzer executable per parser, all calling the per-input logic in SwitchboardFuzzing,
 // which the regression tests (SwitchboardFuzzTests) replay too. Built by scripts/fuzz with
-// `--sanitize=fuzzer --sanitize=address`; in a plain build the executables replay files.
+// SWITCHBOARD_FUZZ=1 (above); in a plain build the executables replay files.
 let fuzzTargets: [(product: String, directory: String)] = [
     ("fuzz-peerjs-frame", "FuzzPeerJSFrame"),
     ("fuzz-call-frame", "FuzzCallFrame"),
@@ -260,10 +265,11 @@ let fuzzTargets: [(product: String, directory: String)] = [
     ("fuzz-config", "FuzzConfig"),
 ]
 package.targets += [
+    .target(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"),
     .target(
         name: "SwitchboardFuzzing",
         dependencies: [
-            "SwitchboardCore", "SwitchboardApp", "SwitchboardAdmin", "SwitchboardAuth", "SwitchboardServer", "SwitchboardStore",
+            "CFuzzerDriver", "SwitchboardCore", "SwitchboardApp", "SwitchboardAdmin", "SwitchboardAuth", "SwitchboardServer", "SwitchboardStore",
             "SwitchboardTesting",
             .product(name: "JWTKit", package: "jwt-kit"),
             .product(name: "Logging", package: "swift-log"),
@@ -279,7 +285,9 @@ package.targets += [
     ),
 ]
 package.targets += fuzzTargets.map { target in
+    // In the fuzz build `main` runs libFuzzer's driver; in a plain build it replays files.
     .executableTarget(
-        name: target.product, dependencies: ["SwitchboardFuzzing"], path: "Fuzz/\(target.directory)", swiftSettings: strictSettings)
+        name: target.product, dependencies: ["SwitchboardFuzzing"], path: "Fuzz/\(target.directory)", swiftSettings: strictSettings,
+        linkerSettings: fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : [])
 }
 package.products += fuzzTargets.map { .executable(name: $0.product, targets: [$0.product]) }

@@ -1,6 +1,6 @@
 // libFuzzer target: user tokens (JWTTokenService.verify).
-// Built by scripts/fuzz with -sanitize=fuzzer,address and -DSWITCHBOARD_FUZZING (libFuzzer
-// provides main). The per-input logic lives in SwitchboardFuzzing (FuzzTarget.token), which
+// Built by scripts/fuzz with SWITCHBOARD_FUZZ=1 (libFuzzer and ASan; main runs libFuzzer's
+// driver). The per-input logic lives in SwitchboardFuzzing (FuzzTarget.token), which
 // the regression tests (Fuzz/RegressionTests) replay too.
 import SwitchboardFuzzing
 
@@ -11,10 +11,15 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-#if !SWITCHBOARD_FUZZING
-/// A plain build has no libFuzzer: it replays the files or directories given as arguments.
+/// Fuzz build (SWITCHBOARD_FUZZ=1): libFuzzer's driver. Plain build: replays the files or
+/// directories given as arguments.
 @main
-enum Replay {
-    static func main() { FuzzTarget.token.replayMain() }
+enum Entry {
+    static func main() {
+        #if SWITCHBOARD_FUZZING
+        FuzzTarget.runLibFuzzer(fuzzOneInput)
+        #else
+        FuzzTarget.token.replayMain()
+        #endif
+    }
 }
-#endif

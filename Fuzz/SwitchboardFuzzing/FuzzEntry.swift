@@ -90,3 +90,18 @@ enum FuzzTrace {
 
     static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes.prefix(400), as: UTF8.self) }
 }
+
+#if SWITCHBOARD_FUZZING
+import CFuzzerDriver
+
+extension FuzzTarget {
+    /// `main` of a fuzz executable in the fuzz build: libFuzzer's driver, with the process's
+    /// arguments and the target's entry point. SwiftPM links an executable with its own `main`,
+    /// so libFuzzer's `main` is not the program's; this runs what it would have.
+    public static func runLibFuzzer(_ testOneInput: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> Never {
+        var argc = CommandLine.argc
+        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+        exit(LLVMFuzzerRunDriver(&argc, &argv, testOneInput))
+    }
+}
+#endif

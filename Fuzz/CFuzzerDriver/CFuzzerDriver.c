@@ -1,0 +1,2 @@
+// Declarations only (include/CFuzzerDriver.h): libFuzzer defines LLVMFuzzerRunDriver.
+#include "CFuzzerDriver.h"
