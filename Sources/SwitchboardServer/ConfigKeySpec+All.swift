@@ -48,7 +48,7 @@ extension ConfigKeySpec {
         .init("store.synchronous", .string(allowed: ["normal", "full"]), .string("normal"), "SQLite synchronous level in WAL mode: normal survives a process crash, full also a power loss."),
         .init("store.busy_timeout_ms", .int(0...600_000), .int(5000), "How long a write waits for a lock before failing."),
         .init("store.checkpoint_interval_ms", .int(0...60_000), .int(1000), "How often a connection of its own checkpoints the WAL so commits never do; 0 leaves checkpoints to SQLite inside commits. With the batch log the WAL only grows at folds, and a checkpoint's fsyncs stall other writes: 1,000 ms (30 suits `store.fold_interval_ms` 0)."),
-        .init("store.fold_interval_ms", .int(0...60_000), .int(1000), "How often committed call batches move from the append-only batch log into the tables (ADR 0010); 0 writes each batch into the tables in its own transaction."),
+        .init("store.fold_interval_ms", .int(0...60_000), .int(2000), "How often committed call batches move from the append-only batch log into the tables (ADR 0010); 0 writes each batch into the tables in its own transaction. A longer interval writes fewer pages per join (a fold dirties about one page per user and per new call it touches) and holds more batches in memory and in the log."),
     ]
 
     static let transport: [ConfigKeySpec] = [

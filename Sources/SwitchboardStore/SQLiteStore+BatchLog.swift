@@ -31,7 +31,7 @@ extension SQLiteStore {
                         // one process) are not applied twice.
                         let done = UInt64(bitPattern: try Int64.fetchOne(db, sql: "SELECT folded_through FROM batch_log_state WHERE id = 1") ?? 0)
                         let rows = StoredRow.coalesced(segments.lazy.filter { $0.number > done }.flatMap(\.batches))
-                        for row in rows { try row.execute(db) }
+                        try StoredRow.execute(rows, in: db)
                         rowCount = rows.count
                         try db.execute(
                             sql: """

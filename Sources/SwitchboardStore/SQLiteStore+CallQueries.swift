@@ -36,7 +36,7 @@ extension SQLiteStore {
             arguments += [type]
         }
         if let member = query.member {
-            clauses.append("cid IN (SELECT cid FROM call_member WHERE user_id = ?)")
+            clauses.append("no IN (SELECT call_no FROM call_member WHERE user_id = ?)")
             arguments += [member.rawValue]
         }
         if let from = query.createdFrom {
@@ -87,13 +87,18 @@ extension SQLiteStore {
 
     // MARK: - Rows
 
-    static func fetchCall(_ cid: CallCID, _ db: Database) throws -> CallRecord? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM call WHERE cid = ?"), arguments: [cid.cid]).flatMap(callRecord)
+    /// A call's row and its number (`call.no`), which keys its members, sessions and events.
+    static func fetchCall(_ cid: CallCID, _ db: Database) throws -> (record: CallRecord, number: Int64)? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM call WHERE no = (SELECT no FROM call_key WHERE cid = ?)"), arguments: [cid.cid]),
+            let record = callRecord(row)
+        else { return nil }
+        return (record, row["no"])
     }
 
-    static func fetchMembers(_ cid: CallCID, _ db: Database) throws -> [MemberRecord] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM call_member WHERE cid = ? ORDER BY added_at, user_id"), arguments: [cid.cid])
-            .compactMap(memberRecord)
+    static func fetchMembers(_ callNumber: Int64, _ db: Database) throws -> [MemberRecord] {
+        try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT * FROM call_member WHERE call_no = ? ORDER BY added_at, user_id"), arguments: [callNumber]
+        ).compactMap(memberRecord)
     }
 
     static func callRecord(_ row: Row) -> CallRecord? {

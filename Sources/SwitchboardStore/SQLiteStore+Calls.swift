@@ -14,7 +14,7 @@ extension SQLiteStore: CallStore {
                 try log.append(rows)
             } else {
                 try pool.write { db in
-                    for row in rows { try row.execute(db) }
+                    try StoredRow.execute(rows, in: db)
                 }
             }
         }
@@ -28,7 +28,7 @@ extension SQLiteStore: CallStore {
                 let members = try Row.fetchAll(
                     db,
                     sql: """
-                        SELECT m.* FROM call_member m JOIN call c ON c.cid = m.cid WHERE c.ended_at IS NULL
+                        SELECT m.* FROM call_member m JOIN call c ON c.no = m.call_no WHERE c.ended_at IS NULL
                         ORDER BY m.cid, m.added_at, m.user_id
                         """)
                 let sessions = try Row.fetchAll(
@@ -46,7 +46,7 @@ extension SQLiteStore: CallStore {
         return try Self.storeErrors {
             try pool.read { db in
                 guard let call = try Self.fetchCall(cid, db) else { return nil }
-                return (call, try Self.fetchMembers(cid, db))
+                return (call.record, try Self.fetchMembers(call.number, db))
             }
         }
     }
@@ -57,16 +57,16 @@ extension SQLiteStore: CallStore {
             try pool.read { db in
                 guard let call = try Self.fetchCall(cid, db) else { return nil }
                 let sessions = try Row.fetchAll(
-                    db, sql: "SELECT * FROM call_session WHERE cid = ? ORDER BY joined_at, session_id", arguments: [cid.cid])
+                    db, sql: "SELECT * FROM call_session WHERE call_no = ? ORDER BY joined_at, session_id", arguments: [call.number])
                 // A negative LIMIT means "no limit" to SQLite.
                 let events = try Row.fetchAll(
                     db,
                     sql: """
-                        SELECT * FROM (SELECT * FROM call_event WHERE cid = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq
+                        SELECT * FROM (SELECT * FROM call_event WHERE call_no = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq
                         """,
-                    arguments: [cid.cid, max(0, eventLimit)])
+                    arguments: [call.number, max(0, eventLimit)])
                 return CallDetail(
-                    call: call, members: try Self.fetchMembers(cid, db), sessions: sessions.compactMap(Self.sessionRecord),
+                    call: call.record, members: try Self.fetchMembers(call.number, db), sessions: sessions.compactMap(Self.sessionRecord),
                     events: events.compactMap(Self.eventRecord))
             }
         }

@@ -45,7 +45,7 @@ extension SQLiteStore: SFUStore {
             if let log { try foldLocked(log) }
             try pool.write { db in
                 try db.execute(sql: "UPDATE sfu SET state = 'down' WHERE id = ?", arguments: [down.rawValue])
-                for row in rows { try row.execute(db) }
+                try StoredRow.execute(rows, in: db)
             }
         }
     }

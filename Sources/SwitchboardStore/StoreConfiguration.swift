@@ -22,7 +22,7 @@ public struct StoreConfiguration: Sendable, Equatable {
 
     public init(
         directory: String, synchronous: Synchronous = .normal, busyTimeout: Duration = .seconds(5),
-        checkpointInterval: Duration = .milliseconds(1000), foldInterval: Duration = .milliseconds(1000)
+        checkpointInterval: Duration = .milliseconds(1000), foldInterval: Duration = .milliseconds(2000)
     ) {
         self.foldInterval = foldInterval
         self.directory = directory

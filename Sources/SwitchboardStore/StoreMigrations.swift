@@ -71,6 +71,7 @@ enum StoreMigrations {
             // The highest batch log segment whose batches are in the tables (ADR 0010).
             try db.execute(sql: "CREATE TABLE batch_log_state (id INTEGER PRIMARY KEY CHECK (id = 1), folded_through INTEGER NOT NULL)")
         }
+        migrator.registerMigration("v9_call_number") { db in try keyCallRowsOnCallNumber(db) }
         return migrator
     }
 

@@ -65,9 +65,27 @@ struct StoredRow: Sendable, Equatable {
         }
     }
 
-    /// Runs the row's statement.
-    func execute(_ db: Database) throws {
-        try db.cachedStatement(sql: kind.sql).execute(arguments: StatementArguments(values))
+    /// Runs the rows' statements in order, numbering each call (`call_key`) before the first row
+    /// that names it; a cid is numbered once per run of rows, however many rows name it.
+    static func execute(_ rows: some Sequence<StoredRow>, in db: Database) throws {
+        // Compared as bytes, as SQLite compares them (cids are ASCII today; see `key`).
+        var numbered: Set<[UInt8]> = []
+        for row in rows {
+            if let cid = row.callKeyCID, numbered.insert(Array(cid.utf8)).inserted {
+                try db.cachedStatement(sql: "INSERT INTO call_key (cid) VALUES (?) ON CONFLICT DO NOTHING").execute(arguments: [cid])
+            }
+            try db.cachedStatement(sql: row.kind.sql).execute(arguments: StatementArguments(row.values))
+        }
+    }
+
+    /// The cid whose number (`call_key`, migration `v9_call_number`) the row's statement reads:
+    /// the call's rows, not its placement (keyed on the cid text) nor connections.
+    private var callKeyCID: String? {
+        switch kind {
+        case .call, .member, .event: values.first.flatMap(String.fromDatabaseValue)
+        case .session: String.fromDatabaseValue(values[1])
+        case .connection, .deleteConnection, .placement, .deletePlacement: nil
+        }
     }
 
     /// Rows that a later row of the same key replaces whole share this key; events have none
@@ -145,34 +163,37 @@ extension StoredRow.Kind {
         switch self {
         case .call:
             """
-            INSERT INTO call (cid, type, id, created_by, created_at, session, ended_at, ended_reason, rung, auto_cancel_at,
+            INSERT INTO call (no, cid, type, id, created_by, created_at, session, ended_at, ended_reason, rung, auto_cancel_at,
               empty_deadline, custom)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(cid) DO UPDATE SET created_by = excluded.created_by, created_at = excluded.created_at,
+            VALUES ((SELECT no FROM call_key WHERE cid = ?1), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+            ON CONFLICT(no) DO UPDATE SET created_by = excluded.created_by, created_at = excluded.created_at,
               session = excluded.session, ended_at = excluded.ended_at, ended_reason = excluded.ended_reason,
               rung = excluded.rung, auto_cancel_at = excluded.auto_cancel_at, empty_deadline = excluded.empty_deadline,
               custom = excluded.custom
             """
         case .member:
             """
-            INSERT INTO call_member (cid, user_id, added_at, ring_state, ring_reason, ring_updated_at, ring_deadline)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(cid, user_id) DO UPDATE SET added_at = excluded.added_at, ring_state = excluded.ring_state,
+            INSERT INTO call_member (call_no, cid, user_id, added_at, ring_state, ring_reason, ring_updated_at, ring_deadline)
+            VALUES ((SELECT no FROM call_key WHERE cid = ?1), ?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            ON CONFLICT(call_no, user_id) DO UPDATE SET added_at = excluded.added_at, ring_state = excluded.ring_state,
               ring_reason = excluded.ring_reason, ring_updated_at = excluded.ring_updated_at,
               ring_deadline = excluded.ring_deadline
             """
         case .session:
             """
-            INSERT INTO call_session (session_id, cid, call_session, user_id, connection_id, role, joined_at, left_at,
+            INSERT INTO call_session (session_id, cid, call_no, call_session, user_id, connection_id, role, joined_at, left_at,
               left_reason, location, media)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(session_id) DO UPDATE SET cid = excluded.cid, call_session = excluded.call_session,
-              user_id = excluded.user_id, connection_id = excluded.connection_id, role = excluded.role,
-              joined_at = excluded.joined_at, left_at = excluded.left_at, left_reason = excluded.left_reason,
+            VALUES (?1, ?2, (SELECT no FROM call_key WHERE cid = ?2), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+            ON CONFLICT(session_id) DO UPDATE SET cid = excluded.cid, call_no = excluded.call_no,
+              call_session = excluded.call_session, user_id = excluded.user_id, connection_id = excluded.connection_id,
+              role = excluded.role, joined_at = excluded.joined_at, left_at = excluded.left_at, left_reason = excluded.left_reason,
               location = excluded.location, media = excluded.media
             """
         case .event:
-            "INSERT INTO call_event (cid, call_session, at, type, payload) VALUES (?, ?, ?, ?, ?)"
+            """
+            INSERT INTO call_event (cid, call_no, call_session, at, type, payload)
+            VALUES (?1, (SELECT no FROM call_key WHERE cid = ?1), ?2, ?3, ?4, ?5)
+            """
         case .connection:
             """
             INSERT INTO client_connection (id, user_id, resume_token, connected_at, token_expires_at, detached_at)

@@ -97,7 +97,7 @@ final class ConfigurationLoaderTests: XCTestCase {
             serviceThreads: 1, maxMessageBytes: 1_048_576, outboxBytes: 2_097_152, handshakeTimeout: .milliseconds(10000),
             pingInterval: .milliseconds(30000)))
         XCTAssertEqual(defaults.admin, AdminConfiguration(token: nil))
-        XCTAssertEqual(defaults.store, StoreConfiguration(directory: "./data", synchronous: .normal, busyTimeout: .milliseconds(5000), checkpointInterval: .milliseconds(1000), foldInterval: .milliseconds(1000)))
+        XCTAssertEqual(defaults.store, StoreConfiguration(directory: "./data", synchronous: .normal, busyTimeout: .milliseconds(5000), checkpointInterval: .milliseconds(1000), foldInterval: .milliseconds(2000)))
         XCTAssertEqual(defaults.relay, RelayConfiguration(
             key: "peerjs", concurrentLimit: 5000, expireTimeout: .milliseconds(5000), aliveTimeout: .milliseconds(60000),
             allowDiscovery: false, maxQueuedPerDestination: 256, maxQueuedPerSender: 1024, maxQueuedTotal: 100_000,

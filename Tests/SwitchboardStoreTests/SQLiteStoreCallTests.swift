@@ -113,7 +113,7 @@ final class SQLiteStoreCallTests: XCTestCase, CallFixtures {
         try raw.close()
 
         let upgraded = try SQLiteStore(configuration: StoreConfiguration(directory: other.path))
-        XCTAssertEqual(Array(SQLiteStore.knownMigrations.suffix(3)), ["v6_calls", "v7_sfu_kinds", "v8_batch_log"], "v7 gives every SFU row a kind (heartbeat)")
+        XCTAssertEqual(Array(SQLiteStore.knownMigrations.suffix(3)), ["v7_sfu_kinds", "v8_batch_log", "v9_call_number"], "v7 gives every SFU row a kind (heartbeat)")
         XCTAssertEqual(try upgraded.appliedMigrations(), SQLiteStore.knownMigrations)
         XCTAssertEqual(
             try upgraded.allSFUs(),
@@ -130,24 +130,25 @@ final class SQLiteStoreCallTests: XCTestCase, CallFixtures {
         XCTAssertEqual(try upgraded.integrityCheck(), "ok")
     }
 
-    func test_theV6SchemaHasItsIndexes() throws {
+    /// The indexes of `v6_calls` as `v9_call_number` re-keyed them (SQLiteStoreCallNumberTests).
+    func test_theCallTablesHaveTheirIndexes() throws {
         let raw = try DatabaseQueue(path: StoreConfiguration(directory: directory).databasePath)
         defer { try? raw.close() }
         try raw.read { db in
-            for table in ["call", "call_member", "call_session", "call_event", "client_connection"] {
+            for table in ["call", "call_key", "call_member", "call_session", "call_event", "client_connection"] {
                 XCTAssertTrue(try db.tableExists(table), table)
             }
             let names = try String.fetchAll(
                 db,
                 sql: """
                     SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL
-                    AND tbl_name IN ('call', 'call_member', 'call_session', 'call_event') ORDER BY name
+                    AND tbl_name IN ('call', 'call_key', 'call_member', 'call_session', 'call_event') ORDER BY name
                     """)
             XCTAssertEqual(
                 names,
                 [
-                    "call_event_on_cid_seq", "call_member_on_user_id", "call_on_created_at_cid", "call_on_ended_at", "call_on_type",
-                    "call_session_active", "call_session_on_cid_joined_at",
+                    "call_event_on_call_no_seq", "call_key_on_cid", "call_member_on_user_id", "call_on_created_at_cid", "call_on_ended_at",
+                    "call_on_type", "call_session_active", "call_session_on_call_no_joined_at",
                 ])
             let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT * FROM call_session WHERE left_at IS NULL ORDER BY joined_at")
                 .map { row -> String in row["detail"] }.joined(separator: " ")
