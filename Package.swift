@@ -102,6 +102,18 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Webhook delivery over async-http-client: each attempt's signed POST (Standard Webhooks);
+        // what to send when is SwitchboardCore's WebhookScheduler.
+        .target(
+            name: "SwitchboardWebhooks",
+            dependencies: [
+                "SwitchboardCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Application layer: the serial queue that owns live state and runs the core.
         .target(
             name: "SwitchboardApp",
@@ -123,6 +135,7 @@ let package = Package(
                 "SwitchboardAdmin",
                 "SwitchboardAuth",
                 "SwitchboardSFU",
+                "SwitchboardWebhooks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -207,6 +220,17 @@ let package = Package(
             name: "SwitchboardSFUTests",
             dependencies: ["SwitchboardSFU", "SwitchboardCore", "SwitchboardTesting"],
             exclude: ["Fixtures"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SwitchboardWebhooksTests",
+            dependencies: [
+                "SwitchboardWebhooks", "SwitchboardCore", "SwitchboardTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -27,6 +27,8 @@ public protocol AdminContext: Sendable {
     /// Calls: history, detail, end, session removal, connections; `nil` when the call
     /// protocol is off.
     var calls: (any CallAdministration)? { get }
+    /// Webhook endpoints and deliveries, and push devices; `nil` when the call protocol is off.
+    var webhooks: (any WebhookAdministration)? { get }
     /// Mints a user token; `unavailable` when no API secret is configured.
     func mintToken(_ request: TokenRequest) throws(SwitchboardError) -> (token: String, claims: UserToken)
     /// The wall clock, for audit entries.

@@ -22,6 +22,7 @@ public enum AdminRoutes {
         router.add("GET", "/v1/audit") { request throws(SwitchboardError) in try audit(request, context) }
         addSFURoutes(to: &router, context: context)
         addCallRoutes(to: &router, context: context)
+        addWebhookRoutes(to: &router, context: context)
         router.add("POST", "/v1/tokens") { request throws(SwitchboardError) in try mintToken(request, context) }
         return router
     }

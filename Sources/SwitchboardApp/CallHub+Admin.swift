@@ -37,7 +37,7 @@ extension CallHub: CallAdministration {
     }
 
     /// Runs an admin change as a batch on the queue; returns once it is committed.
-    private func adminAction(
+    func adminAction(
         _ body: @escaping (inout CallGateway, inout CallGatewayOutput, Date) throws(SwitchboardError) -> Void
     ) throws(SwitchboardError) {
         let result: Result<Void, SwitchboardError> = queue.sync {

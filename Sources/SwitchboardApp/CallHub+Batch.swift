@@ -108,7 +108,9 @@ extension CallHub {
     func batch(_ body: (inout CallGateway, inout CallGatewayOutput, Date) -> Void, committed: inout Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
         var output = CallGatewayOutput()
-        body(&gateway, &output, wallClock())
+        let now = wallClock()
+        body(&gateway, &output, now)
+        gateway.addWebhooks(into: &output, now: now, newID: newID)
         guard !output.mutations.isEmpty else {
             finish(output)
             return
@@ -117,6 +119,7 @@ extension CallHub {
         do {
             try store.apply(output.mutations)
             metrics.commit.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds)
+            handOverWebhooks(output.mutations)
             finish(output)
         } catch {
             logger.error("call state commit failed; batch rolled back", metadata: ["error": "\(error)", "mutations": "\(output.mutations.count)"])
@@ -145,6 +148,13 @@ extension CallHub {
         // Token checks asked for in the batch still run: their sockets wait for an answer.
         for check in output.tokenChecks { verify(check) }
         metrics.update(from: gateway)
+    }
+
+    /// Gives the delivery worker the webhook messages a commit wrote (they are durable now).
+    func handOverWebhooks(_ mutations: [CallMutation]) {
+        guard let webhooksCommitted else { return }
+        let created = PendingWebhook.created(by: mutations)
+        if !created.isEmpty { webhooksCommitted(created) }
     }
 
     /// After the commit: send, hand placements to the directory, verify tokens, count.

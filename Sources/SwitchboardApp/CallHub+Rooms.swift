@@ -27,6 +27,12 @@ extension CallHub {
         queue.sync { roomsChanged = handler }
     }
 
+    /// Hands the webhook messages of every commit to `handler` (the delivery worker), after the
+    /// commit. Set before ``start(transport:)`` so the messages a restart writes reach it too.
+    public func onWebhooksCommitted(_ handler: (@Sendable ([PendingWebhook]) -> Void)?) {
+        queue.sync { webhooksCommitted = handler }
+    }
+
     /// Whether a committed batch changed what some SFU room should hold: a placement made or
     /// released, or a session of a call with a room saved (joined, left, kicked).
     func touchesRooms(_ output: CallGatewayOutput) -> Bool {

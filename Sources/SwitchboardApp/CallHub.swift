@@ -25,6 +25,8 @@ public final class CallHub: @unchecked Sendable {
     var timer: (any DispatchSourceTimer)?
     /// Told after a commit that changed what an SFU room should hold (the room reconciler's kick).
     var roomsChanged: (@Sendable () -> Void)?
+    /// Told after every commit that wrote webhook messages (the delivery worker's inbox).
+    var webhooksCommitted: (@Sendable ([PendingWebhook]) -> Void)?
     /// Events queued by ``enqueue(_:)`` and whether a drain is scheduled (any thread).
     let inbox = Mutex(Inbox())
 
@@ -69,10 +71,13 @@ public final class CallHub: @unchecked Sendable {
         try queue.sync {
             self.transport = transport
             var output = CallGatewayOutput()
-            gateway.restore(snapshot, now: wallClock(), into: &output)
+            let now = wallClock()
+            gateway.restore(snapshot, now: now, into: &output)
+            gateway.addWebhooks(into: &output, now: now, newID: newID)
             let placement = self.placement
             gateway.restoreSFUs { placement.current($0) }
             try store.apply(output.mutations)
+            handOverWebhooks(output.mutations)
             output.calls.mutations = []
             finish(output)
             logger.info(

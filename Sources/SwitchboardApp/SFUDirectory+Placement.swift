@@ -110,11 +110,27 @@ extension SFUDirectory {
                 assignedAt: wallClock(), reason: "failover",
                 room: candidates[chosen].flatMap { SFUAssignment($0, cid: placement.callID, keys: roomKeys).room?.id }))
         }
-        do { try store.failover(down: dead, moves: moves) } catch { throw storeFailure(error) }
+        let webhooks = sfuDownWebhook(dead, moved: moves.count)
+        do { try store.failover(down: dead, moves: moves, webhooks: webhooks) } catch { throw storeFailure(error) }
+        if let committed = webhookSink?.committed, !webhooks.isEmpty { committed(PendingWebhook.created(by: webhooks)) }
         nodes = candidates
         records[dead]?.state = .down
         for move in moves { placements[move.callID] = move }
         metrics.reassigned(result)
         return result
+    }
+
+    /// The `sfu.down` outbox row for the failover of `dead`, when an endpoint takes it.
+    func sfuDownWebhook(_ dead: SFUID, moved: Int) -> [CallMutation] {
+        guard let routing = webhookSink?.routing else { return [] }
+        let endpoints = routing.endpoints(for: .sfuDown)
+        guard !endpoints.isEmpty else { return [] }
+        let at = CallHub.roundedToMilliseconds(wallClock())
+        let milliseconds = Int64((at.timeIntervalSince1970 * 1000).rounded())
+        let message = WebhookMessage(
+            id: "msg_" + TimeOrderedID.make(milliseconds: UInt64(max(0, milliseconds)), random: (UInt64.random(in: 0...UInt64.max), UInt64.random(in: 0...UInt64.max))),
+            type: .sfuDown, createdAt: at, lane: "sfu:" + dead.rawValue, seq: milliseconds,
+            data: .object(["sfu_id": .string(dead.rawValue), "calls_moved": .number(Double(moved)), "at": .time(at)]))
+        return [.enqueueWebhook(message, endpoints: endpoints)]
     }
 }

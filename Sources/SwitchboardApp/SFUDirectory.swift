@@ -29,6 +29,8 @@ public final class SFUDirectory: @unchecked Sendable {
     /// Makes the rooms and tokens of calls on SFUs with rooms (Janus).
     public let roomKeys: SFURoomKeys?
     var onReassigned: (@Sendable ([Reassignment]) -> Void)?
+    /// Which endpoints take `sfu.down`, and the delivery worker's inbox; set before ``start``.
+    var webhookSink: (routing: WebhookRouting, committed: @Sendable ([PendingWebhook]) -> Void)?
 
     /// Loads the table and placements from the store.
     public init(
@@ -56,6 +58,12 @@ public final class SFUDirectory: @unchecked Sendable {
 
     /// Starts the periodic health check (every quarter of `stale_after`). `onReassigned` hears
     /// about every call moved off a failed SFU (the call layer tells its participants).
+    /// Writes an `sfu.down` message with each failover for the endpoints `routing` names and
+    /// hands it to `committed` after the commit. Call before ``start(onReassigned:)``.
+    public func sendWebhooks(_ routing: WebhookRouting, to committed: @escaping @Sendable ([PendingWebhook]) -> Void) {
+        queue.sync { webhookSink = (routing, committed) }
+    }
+
     public func start(onReassigned: (@Sendable ([Reassignment]) -> Void)? = nil) {
         queue.sync {
             self.onReassigned = onReassigned

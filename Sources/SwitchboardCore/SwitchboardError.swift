@@ -36,12 +36,13 @@ public struct SwitchboardError: Error, Sendable, Equatable, CustomStringConverti
         public static let notAMember = Code("not_a_member", .forbidden)
         public static let callFull = Code("call_full", .conflict)
         public static let noSFUAvailable = Code("no_sfu_available", .unavailable)
+        public static let tooManyDevices = Code("too_many_devices", .conflict)
 
         /// Every code, for documentation and parsing.
         public static let all: [Code] = [
             .invalidRequest, .invalidConfiguration, .unauthenticated, .tokenExpired, .tokenInvalid, .forbidden, .notFound,
             .methodNotAllowed, .conflict, .payloadTooLarge, .unsupportedMediaType, .rateLimited, .unavailable, .internalError, .unknownType,
-            .callNotFound, .sessionNotFound, .callEnded, .notAMember, .callFull, .noSFUAvailable,
+            .callNotFound, .sessionNotFound, .callEnded, .notAMember, .callFull, .noSFUAvailable, .tooManyDevices,
         ]
     }
 

@@ -5,7 +5,7 @@ extension ConfigKeySpec {
     public static let all: [ConfigKeySpec] = {
         var keys: [ConfigKeySpec] = server + http + admin + auth + store
         keys += transport + peerjs + placement
-        keys += connect + calls + limits
+        keys += connect + calls + limits + webhooks
         keys += callType(.meeting) + callType(.ringingCall)
         return keys + operations
     }()
@@ -106,6 +106,18 @@ extension ConfigKeySpec {
         .init("connect.idle_timeout_ms", .int(1000...3_600_000), .int(60000), "A socket that sends nothing, not even ping, for this long is closed (4003)."),
     ]
 
+    static let webhooks: [ConfigKeySpec] = [
+        .init("webhooks.endpoints", .stringArray, .stringArray([]), "Webhook endpoints, each \"NAME=URL\" (\"billing=https://billing.example.com/switchboard\"): NAME is 1-64 of A-Z a-z 0-9 _ -, URL is http or https. Empty: no webhooks (nothing is written to the outbox)."),
+        .init("webhooks.secrets", .stringArray, .stringArray([]), secret: true, "Each endpoint's signing secret, \"NAME=whsec_<base64>\" (at least 24 bytes of key); one per endpoint, here or in webhooks.secret_files."),
+        .init("webhooks.secret_files", .stringArray, .stringArray([]), "Files holding endpoints' secrets (first line), \"NAME=PATH\"; instead of webhooks.secrets."),
+        .init("webhooks.events", .stringArray, .stringArray([]), "Event filters, \"NAME=call.ring,call.missed\"; an endpoint without one takes every event (docs/webhooks.md lists them)."),
+        .init("webhooks.timeout_ms", .int(100...120_000), .int(10000), "Deadline of one delivery attempt, connect to last byte; past it the attempt failed and is retried."),
+        .init("webhooks.retry_horizon_ms", .int(1000...2_592_000_000), .int(86_400_000), "How long a message is retried (exponential backoff with jitter) before it is dead-lettered."),
+        .init("webhooks.max_backoff_ms", .int(1000...86_400_000), .int(600_000), "Longest wait between two attempts of one message."),
+        .init("webhooks.max_in_flight", .int(1...1024), .int(16), "Attempts in flight at once per endpoint, each on a different call (one call's events go one at a time, in order)."),
+        .init("webhooks.rotation_grace_ms", .int(0...2_592_000_000), .int(86_400_000), "After POST /v1/webhooks/endpoints/{name}/rotate_secret, how long the previous secret keeps signing too (unless the request names its own grace)."),
+    ]
+
     static let limits: [ConfigKeySpec] = [
         .init("limits.connections_total", .int(1...1_000_000), .int(50000), "Most open WebSockets (PeerJS and call protocol); more are closed with 1013."),
         .init("limits.connections_per_ip", .int(1...1_000_000), .int(1000), "Most open WebSockets from one remote address; more are closed with 1013."),
@@ -121,6 +133,7 @@ extension ConfigKeySpec {
     static let calls: [ConfigKeySpec] = [
         .init("calls.max_custom_bytes", .int(0...1_048_576), .int(5120), "Largest custom object (call data, call.send_event), in bytes."),
         .init("calls.max_members", .int(1...10_000), .int(100), "Largest number of members of one call."),
+        .init("calls.devices_per_user", .int(1...1000), .int(10), "Push devices one user may register (device.register); one more is refused with too_many_devices."),
         .init("calls.ring_rate_per_minute", .double(0...10_000), .double(20), "Rings one user may receive per minute (token bucket rate)."),
         .init("calls.ring_burst", .double(1...10_000), .double(10), "Rings one user may receive in a burst (token bucket size)."),
         .init("calls.creates_per_minute_per_user", .double(0...100_000), .double(60), "Calls one user may create per minute (token bucket rate); past it call.get_or_create and creating joins are rate_limited. Admin tokens are exempt."),

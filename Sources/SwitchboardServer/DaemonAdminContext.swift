@@ -22,6 +22,7 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     let sfus: any SFUAdministration
     let tokens: JWTTokenService?
     let callHub: CallHub?
+    let webhooks: (any WebhookAdministration)?
     private let startedAt = Date()
     private let wallClock: @Sendable () -> Date
     private let requestDuration: CoreMetrics.Timer
@@ -29,12 +30,14 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     private var router: AdminRouter?
 
     init(
-        hub: SignalingHub, transport: LWSServer, store: SQLiteStore, directory: SFUDirectory, calls: CallHub?, registry: PrometheusCollectorRegistry,
+        hub: SignalingHub, transport: LWSServer, store: SQLiteStore, directory: SFUDirectory, calls: CallHub?, webhooks: (any WebhookAdministration)?,
+        registry: PrometheusCollectorRegistry,
         factory: any MetricsFactory, logLevel: LogLevelControl, tokens: JWTTokenService?, wallClock: @escaping @Sendable () -> Date
     ) {
         self.wallClock = wallClock
         self.sfus = directory
         self.callHub = calls
+        self.webhooks = webhooks
         self.tokens = tokens
         self.hub = hub
         self.transport = transport

@@ -85,6 +85,8 @@ extension SwitchboardConfiguration {
         }
         placement = try PlacementConfiguration(reading: values)
         calls = try Self.calls(values)
+        webhooks = try WebhookSettings(reading: values)
+        calls.webhooks = webhooks.routing
         limits = ConnectionLimits(
             total: try values.int("limits.connections_total"), perAddress: try values.int("limits.connections_per_ip"),
             connectRate: try values.double("limits.connect_rate_per_ip"), connectBurst: try values.double("limits.connect_burst_per_ip"))
@@ -139,7 +141,8 @@ extension SwitchboardConfiguration {
             messageBurst: try values.double("limits.message_burst"), authFailuresPerMinute: try values.double("limits.auth_failures_per_minute_per_ip"),
             authFailureBurst: try values.double("limits.auth_failure_burst_per_ip"),
             createsPerMinute: try values.double("calls.creates_per_minute_per_user"), createBurst: try values.double("calls.create_burst_per_user"),
-            invitesPerMinute: try values.double("calls.invites_per_minute_per_user"), inviteBurst: try values.double("calls.invite_burst_per_user"))
+            invitesPerMinute: try values.double("calls.invites_per_minute_per_user"), inviteBurst: try values.double("calls.invite_burst_per_user"),
+            devicesPerUser: try values.int("calls.devices_per_user"))
     }
 
     private static func auth(_ values: ConfigValues) throws -> AuthConfiguration {
@@ -151,7 +154,7 @@ extension SwitchboardConfiguration {
     }
 
     /// A secret from its inline key or its `_file` key (first line), never both; `nil` when unset.
-    private static func secretValue(_ values: ConfigValues, inline: String, file: String) throws -> String? {
+    static func secretValue(_ values: ConfigValues, inline: String, file: String) throws -> String? {
         let text = try values.string(inline)
         let path = try values.string(file)
         guard text.isEmpty || path.isEmpty else { throw SwitchboardError(.invalidConfiguration, "\(inline) and \(file): set only one") }

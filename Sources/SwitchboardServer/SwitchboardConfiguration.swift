@@ -23,6 +23,8 @@ public struct SwitchboardConfiguration: Sendable {
     public var limits: ConnectionLimits
     /// The call protocol and call types.
     public var calls: CallConfiguration
+    /// Webhook endpoints and delivery (their routing is also in ``calls``).
+    public var webhooks: WebhookSettings
     /// The test-only echo path (`testing.echo_path`); `nil` when off.
     public var echoPath: String?
     /// Where call-protocol sockets connect; `nil` when it is off.

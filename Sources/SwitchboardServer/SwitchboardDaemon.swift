@@ -11,6 +11,7 @@ import SwitchboardCore
 import SwitchboardSFU
 import SwitchboardStore
 import SwitchboardTransport
+import SwitchboardWebhooks
 
 /// The whole daemon, wired: the libwebsockets transport feeding the signaling hub.
 ///
@@ -22,7 +23,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     /// The application hub (exposed for tests and the admin API).
     public let hub: SignalingHub
     private let transport: LWSServer
-    private let logger: Logger
+    let logger: Logger
     private let logLevel: LogLevelControl
     private let registry = PrometheusCollectorRegistry()
     private let lock = NSLock()
@@ -61,6 +62,14 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     public private(set) var rooms: JanusRoomReconciler?
     /// The call protocol (after ``start()``; `nil` when `connect.path` is empty).
     public private(set) var calls: CallHub?
+    /// The webhook delivery worker (after ``start()``; `nil` when the call protocol is off).
+    public private(set) var webhooks: WebhookDispatcher?
+    private var webhookSender: WebhookSender?
+
+    /// The worker and its HTTP client, for ``stopWebhooks()``.
+    func lockedWebhooks() -> (WebhookDispatcher, WebhookSender)? {
+        lock.withLock { webhooks.flatMap { dispatcher in webhookSender.map { (dispatcher, $0) } } }
+    }
     /// The clocks and id generator every component is built with.
     public let clocks: DaemonClocks
 
@@ -131,9 +140,13 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let tokens = Blocking.wait { await JWTTokenService(configuration: auth) }
         try store.replaceRegions(configuration.placement.regions)
         try directory.seed(configuration.placement.loadSeed())
-        let calls = try startCalls(store: store, directory: directory, tokens: tokens, factory: factory)
+        let webhooks = configuration.connectPath == nil ? nil : makeWebhooks(store: store, factory: factory)
+        let calls = try startCalls(store: store, directory: directory, tokens: tokens, webhooks: webhooks, factory: factory)
+        try webhooks?.dispatcher.start()
+        if let dispatcher = webhooks?.dispatcher { directory.sendWebhooks(configuration.calls.webhooks, to: dispatcher.committed) }
         let context = DaemonAdminContext(
-            hub: hub, transport: transport, store: store, directory: directory, calls: calls, registry: registry,
+            hub: hub, transport: transport, store: store, directory: directory, calls: calls,
+            webhooks: webhooks.flatMap { webhooks in calls.map { WebhookAdmin(dispatcher: webhooks.dispatcher, hub: $0) } }, registry: registry,
             factory: factory, logLevel: logLevel, tokens: tokens, wallClock: clocks.wall)
         context.stalledThreads = { [weak self] in self?.stalledThreads() ?? [] }
         context.install(AdminRoutes.router(configuration: try adminConfiguration(), context: context))
@@ -184,6 +197,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 self.httpClient = httpClient
                 self.rooms = rooms
                 self.calls = calls
+                self.webhooks = webhooks?.dispatcher
+                self.webhookSender = webhooks?.sender
                 try transport.start(sink: hub)
             }
         } catch {
@@ -192,6 +207,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             poller.stop()
             rooms?.stop()
             httpClient.shutdown()
+            webhooks?.dispatcher.stop()
+            if let sender = webhooks?.sender { Blocking.wait { await sender.shutdown() } }
             directory.stop()
             throw error
         }
@@ -264,6 +281,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         lock.withLock { poller }?.stop()
         lock.withLock { rooms }?.stop()
         lock.withLock { httpClient }?.shutdown()
+        stopWebhooks()
         directory?.stop()
         lock.withLock { adminContext }?.install(nil)
         // Leave the tables whole for tools that read the file; the next start would fold it too.
@@ -276,12 +294,16 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
 
     /// Builds the call hub on a queue of its own (a commit never holds up PeerJS relaying),
     /// rebuilds call state from the store and attaches it to `connect.path`.
-    private func startCalls(store: SQLiteStore, directory: SFUDirectory, tokens: JWTTokenService?, factory: any MetricsFactory) throws -> CallHub? {
+    private func startCalls(
+        store: SQLiteStore, directory: SFUDirectory, tokens: JWTTokenService?, webhooks: (dispatcher: WebhookDispatcher, sender: WebhookSender)?,
+        factory: any MetricsFactory
+    ) throws -> CallHub? {
         guard let path = configuration.connectPath else { return nil }
         let calls = CallHub(
             queue: DispatchQueue(label: "switchboard.calls"), configuration: configuration.calls, store: store, placement: directory,
             tokenVerifier: tokens, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) }, newID: clocks.newID,
             metricsFactory: factory, logger: logger)
+        if let dispatcher = webhooks?.dispatcher { calls.onWebhooksCommitted(dispatcher.committed) }
         try calls.start(transport: transport)
         hub.attach(calls: calls, path: path)
         return calls

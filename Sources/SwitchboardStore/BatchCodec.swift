@@ -3,7 +3,8 @@ import GRDB
 
 /// The bytes of one batch in the batch log: the batch's ``StoredRow``s, each as its kind, its
 /// value count and its values (null, 64-bit integer, double, text or blob, each tagged; lengths
-/// as LEB128 varints). The framing that makes a record safe to find again after a crash (length
+/// as LEB128 varints). A row with the value count of an earlier version of its kind (a `.call`
+/// row without `event_seq`) is read as it is: it runs that version's statement. The framing that makes a record safe to find again after a crash (length
 /// and checksum) is ``BatchLog``'s.
 enum BatchCodec {
     private enum Tag: UInt8 {
@@ -29,16 +30,16 @@ enum BatchCodec {
         var rows: [StoredRow] = []
         rows.reserveCapacity(Int(count))
         for _ in 0..<count {
-            guard let kindByte = reader.byte(), let kind = StoredRow.Kind(rawValue: kindByte),
-                let arity = reader.byte(), Int(arity) == kind.arity
-            else { return nil }
+            guard let kindByte = reader.byte(), let kind = StoredRow.Kind(rawValue: kindByte), let arity = reader.byte() else { return nil }
             var values: [DatabaseValue] = []
             values.reserveCapacity(Int(arity))
             for _ in 0..<arity {
                 guard let value = reader.value() else { return nil }
                 values.append(value)
             }
-            rows.append(StoredRow(kind: kind, values: values))
+            // A record of an earlier version may carry fewer values (`StoredRow(decoding:values:)`).
+            guard let row = StoredRow(decoding: kind, values: values) else { return nil }
+            rows.append(row)
         }
         return reader.atEnd ? rows : nil
     }

@@ -105,10 +105,11 @@ extension SQLiteStore {
         guard let cid = CallCID(cid: row["cid"]), let createdBy = UserID(row["created_by"]) else { return nil }
         let reason: String? = row["ended_reason"]
         let custom: String? = row["custom"]
+        let eventSeq: Int64? = row["event_seq"]
         return CallRecord(
             cid: cid, createdBy: createdBy, createdAt: row["created_at"], session: row["session"], endedAt: row["ended_at"],
             endedReason: reason.flatMap(CallEndReason.init(rawValue:)), rung: row["rung"], autoCancelAt: row["auto_cancel_at"],
-            emptyDeadline: row["empty_deadline"], custom: JSONValue.parse(text: custom))
+            emptyDeadline: row["empty_deadline"], custom: JSONValue.parse(text: custom), eventSeq: eventSeq ?? 0)
     }
 
     static func memberRecord(_ row: Row) -> MemberRecord? {

@@ -3,13 +3,14 @@ import GRDB
 import SwitchboardCore
 
 /// The call store in SQLite: `call`, `call_member`, `call_session`, `call_event` and
-/// `client_connection` (migration `v6_calls`). Row decoding and history queries are in
-/// `SQLiteStore+CallQueries.swift`.
+/// `client_connection` (migration `v6_calls`), and the webhook outbox and push devices the same
+/// batches write (migration `v10_webhooks`, read in `SQLiteStore+Webhooks.swift`). Row decoding
+/// and history queries are in `SQLiteStore+CallQueries.swift`.
 extension SQLiteStore: CallStore {
     public func apply(_ mutations: [CallMutation]) throws {
         try Self.storeErrors {
             try CallMutation.validate(mutations)
-            let rows = try mutations.map(StoredRow.init)
+            let rows = try mutations.flatMap(StoredRow.rows)
             if let log {
                 try log.append(rows)
             } else {
@@ -34,9 +35,11 @@ extension SQLiteStore: CallStore {
                 let sessions = try Row.fetchAll(
                     db, sql: "SELECT * FROM call_session WHERE left_at IS NULL ORDER BY joined_at, session_id")
                 let connections = try Row.fetchAll(db, sql: "SELECT * FROM client_connection ORDER BY id")
+                let devices = try Row.fetchAll(db, sql: "SELECT * FROM device ORDER BY created_at, token, provider")
                 return CallStateSnapshot(
                     calls: calls.compactMap(Self.callRecord), members: members.compactMap(Self.memberRecord),
-                    sessions: sessions.compactMap(Self.sessionRecord), connections: connections.compactMap(Self.connectionRecord))
+                    sessions: sessions.compactMap(Self.sessionRecord), connections: connections.compactMap(Self.connectionRecord),
+                    devices: devices.compactMap(Self.deviceRecord))
             }
         }
     }

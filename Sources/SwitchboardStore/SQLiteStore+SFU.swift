@@ -38,8 +38,9 @@ extension SQLiteStore: SFUStore {
         try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM region") ?? 0 }
     }
 
-    public func failover(down: SFUID, moves: [PlacementRecord]) throws {
-        let rows = try moves.map { try StoredRow(.savePlacement($0)) }
+    public func failover(down: SFUID, moves: [PlacementRecord], webhooks: [CallMutation]) throws {
+        try CallMutation.validate(webhooks)
+        let rows = try moves.map { try StoredRow(.savePlacement($0)) } + webhooks.flatMap { try StoredRow.rows($0) }
         // Placements committed before the failover reach the tables before its moves.
         try folding.withLock { () throws in
             if let log { try foldLocked(log) }

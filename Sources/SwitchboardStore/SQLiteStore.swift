@@ -94,7 +94,7 @@ public final class SQLiteStore: Sendable {
 
     /// Migrations recorded in the database, oldest first.
     public func appliedMigrations() throws -> [String] {
-        try pool.read { db in try StoreMigrations.migrator.appliedIdentifiers(db).sorted() }
+        try pool.read { db in try StoreMigrations.applied(db) }
     }
 
     /// Every migration this build knows.

@@ -72,6 +72,7 @@ enum StoreMigrations {
             try db.execute(sql: "CREATE TABLE batch_log_state (id INTEGER PRIMARY KEY CHECK (id = 1), folded_through INTEGER NOT NULL)")
         }
         migrator.registerMigration("v9_call_number") { db in try keyCallRowsOnCallNumber(db) }
+        migrator.registerMigration("v10_webhooks") { db in try createWebhookTables(db) }
         return migrator
     }
 
@@ -148,6 +149,14 @@ enum StoreMigrations {
 
     /// Every migration identifier, oldest first.
     static var all: [String] { migrator.migrations }
+
+    /// The migrations recorded in `db`, oldest first: this build's in the order they were
+    /// registered (`v10_…` sorts before `v1_…` as text), then any a newer build recorded, by name.
+    static func applied(_ db: Database) throws -> [String] {
+        let recorded = try migrator.appliedIdentifiers(db)
+        let known = all
+        return known.filter(recorded.contains) + recorded.subtracting(known).sorted()
+    }
 }
 
 extension SQLiteStore {

@@ -7,8 +7,12 @@ import SwitchboardCore
 /// (``BatchCodec``) and what a fold executes, so a mutation is turned into SQL values once, on
 /// the committing thread, and the two write paths cannot disagree on a column.
 struct StoredRow: Sendable, Equatable {
+    /// The kind byte of a batch log record's row: logs on disk use these numbers, so a kind is
+    /// only ever appended, never renumbered.
     enum Kind: UInt8, Sendable, CaseIterable {
         case call = 1, member, session, event, connection, deleteConnection, placement, deletePlacement
+        // Migration `v10_webhooks`.
+        case webhookMessage, webhookDelivery, webhookEndpoint, device, deleteDevice
     }
 
     var kind: Kind
@@ -23,14 +27,38 @@ struct StoredRow: Sendable, Equatable {
         self.init(kind: kind, values: values.map { $0?.databaseValue ?? .null })
     }
 
-    /// The mutation's row. Throws only for a value SQLite cannot hold (a non-finite number).
+    /// The rows of a mutation: one, but for ``CallMutation/enqueueWebhook(_:endpoints:)``, which
+    /// is its message's row and one delivery row per endpoint. Throws only for a value SQLite
+    /// cannot hold (a non-finite number).
+    static func rows(_ mutation: CallMutation) throws -> [StoredRow] {
+        switch mutation {
+        case .enqueueWebhook(let message, let endpoints):
+            let messageRow = StoredRow(.webhookMessage, [
+                message.id, message.type.rawValue, StoredTime.text(message.createdAt), message.lane, message.seq, message.data.text,
+            ])
+            return [messageRow] + endpoints.map { StoredRow(delivery: WebhookDelivery(message, endpoint: $0)) }
+        default:
+            return [try StoredRow(oneRowOf: mutation)]
+        }
+    }
+
+    /// The row of a mutation that is one row (every one but ``CallMutation/enqueueWebhook(_:endpoints:)``,
+    /// which is refused: see ``rows(_:)``).
     init(_ mutation: CallMutation) throws {
+        let rows = try Self.rows(mutation)
+        guard rows.count == 1 else {
+            throw SwitchboardError(.internalError, "call store: a mutation of \(rows.count) rows taken as one")
+        }
+        self = rows[0]
+    }
+
+    private init(oneRowOf mutation: CallMutation) throws {
         switch mutation {
         case .saveCall(let call):
             self.init(.call, [
                 call.cid.cid, call.cid.type, call.cid.id, call.createdBy.rawValue, StoredTime.text(call.createdAt), call.session,
                 StoredTime.text(call.endedAt), call.endedReason?.rawValue, call.rung, StoredTime.text(call.autoCancelAt),
-                StoredTime.text(call.emptyDeadline), call.custom.text,
+                StoredTime.text(call.emptyDeadline), call.custom.text, call.eventSeq,
             ])
         case .saveMember(let member):
             self.init(.member, [
@@ -62,7 +90,46 @@ struct StoredRow: Sendable, Equatable {
             ])
         case .deletePlacement(let cid):
             self.init(.deletePlacement, [cid.cid])
+        case .enqueueWebhook:
+            preconditionFailure("an enqueued webhook is several rows: StoredRow.rows(_:)")
+        case .saveWebhookDelivery(let delivery):
+            self.init(delivery: delivery)
+        case .saveWebhookEndpoint(let endpoint):
+            self.init(.webhookEndpoint, [
+                endpoint.name, endpoint.secret, endpoint.previousSecret, StoredTime.text(endpoint.previousUntil),
+                StoredTime.text(endpoint.disabledAt),
+            ])
+        case .saveDevice(let device):
+            self.init(.device, [device.provider.rawValue, device.token, device.userID.rawValue, StoredTime.text(device.createdAt)])
+        case .deleteDevice(let key):
+            self.init(.deleteDevice, [key.provider.rawValue, key.token])
         }
+    }
+
+    private init(delivery: WebhookDelivery) {
+        self.init(.webhookDelivery, [
+            delivery.messageID, delivery.endpoint, delivery.type.rawValue, delivery.lane, delivery.seq, StoredTime.text(delivery.createdAt),
+            delivery.status.rawValue, delivery.attempts, StoredTime.text(delivery.nextAttemptAt), StoredTime.text(delivery.lastAttemptAt),
+            delivery.lastStatus, delivery.lastError,
+        ])
+    }
+
+    /// A row read back from a batch log record, which may have been written by an earlier
+    /// version: a `.call` row of before migration `v10_webhooks` has no `event_seq` (12 values)
+    /// and is kept so, to run that version's statement (``sql``). `nil` when the kind never had
+    /// `values.count` values.
+    init?(decoding kind: Kind, values: [DatabaseValue]) {
+        guard values.count == kind.arity || (kind == .call && values.count == Kind.callArityBeforeEventSeq) else { return nil }
+        self.init(kind: kind, values: values)
+    }
+
+    /// The row's statement: its kind's, but for a `.call` row an earlier version wrote to the
+    /// batch log, which runs that version's statement. Such a row does not know `event_seq`, so
+    /// it leaves it alone (a new call gets the column's default, 0), and it folds whether or not
+    /// the file is migrated yet: `switchboard migrate` opens the store, and so folds the log,
+    /// before it applies `v10_webhooks`.
+    var sql: String {
+        kind == .call && values.count == Kind.callArityBeforeEventSeq ? Kind.callStatementBeforeEventSeq : kind.sql
     }
 
     /// Runs the rows' statements in order, numbering each call (`call_key`) before the first row
@@ -74,7 +141,7 @@ struct StoredRow: Sendable, Equatable {
             if let cid = row.callKeyCID, numbered.insert(Array(cid.utf8)).inserted {
                 try db.cachedStatement(sql: "INSERT INTO call_key (cid) VALUES (?) ON CONFLICT DO NOTHING").execute(arguments: [cid])
             }
-            try db.cachedStatement(sql: row.kind.sql).execute(arguments: StatementArguments(row.values))
+            try db.cachedStatement(sql: row.sql).execute(arguments: StatementArguments(row.values))
         }
     }
 
@@ -84,36 +151,45 @@ struct StoredRow: Sendable, Equatable {
         switch kind {
         case .call, .member, .event: values.first.flatMap(String.fromDatabaseValue)
         case .session: String.fromDatabaseValue(values[1])
-        case .connection, .deleteConnection, .placement, .deletePlacement: nil
+        case .connection, .deleteConnection, .placement, .deletePlacement, .webhookMessage, .webhookDelivery, .webhookEndpoint, .device,
+            .deleteDevice:
+            nil
         }
     }
 
     /// Rows that a later row of the same key replaces whole share this key; events have none
-    /// (each is appended). Saves and deletes of one connection (or placement) share a key. Keys
-    /// are bytes, compared as SQLite compares the key columns: byte for byte (two spellings of
-    /// "Å" are two calls), not as Swift compares strings.
+    /// (each is appended), nor do webhook messages (inserted once: a later row of the same id
+    /// changes nothing, in a fold as in the table). Saves and deletes of one connection (placement,
+    /// device) share a key; a delivery is keyed by message and endpoint. Keys are bytes, compared
+    /// as SQLite compares the key columns: byte for byte (two spellings of "Å" are two calls), not
+    /// as Swift compares strings.
     var key: [UInt8]? {
         let name: UInt8
+        var columns = 1
         switch kind {
-        case .event: return nil
+        case .event, .webhookMessage: return nil
         case .call: name = 1
-        case .member: name = 2
+        case .member: (name, columns) = (2, 2)
         case .session: name = 3
         case .connection, .deleteConnection: name = 4
         case .placement, .deletePlacement: name = 5
+        case .webhookDelivery: (name, columns) = (6, 2)
+        case .webhookEndpoint: name = 7
+        case .device, .deleteDevice: (name, columns) = (8, 2)
         }
         var key: [UInt8] = [name]
-        for value in values.prefix(kind == .member ? 2 : 1) {
+        for value in values.prefix(columns) {
             key.append(0)
             if case .string(let text) = value.storage { key.append(contentsOf: text.utf8) }
         }
         return key
     }
 
-    /// The cid of the call this row belongs to; `nil` for connections.
+    /// The cid of the call this row belongs to; `nil` for connections, webhooks and devices
+    /// (their reads fold first whatever changed).
     var callCID: String? {
         switch kind {
-        case .connection, .deleteConnection: return nil
+        case .connection, .deleteConnection, .webhookMessage, .webhookDelivery, .webhookEndpoint, .device, .deleteDevice: return nil
         case .call, .member, .session, .event, .placement, .deletePlacement: return values.first.flatMap(String.fromDatabaseValue)
         }
     }
@@ -164,12 +240,12 @@ extension StoredRow.Kind {
         case .call:
             """
             INSERT INTO call (no, cid, type, id, created_by, created_at, session, ended_at, ended_reason, rung, auto_cancel_at,
-              empty_deadline, custom)
-            VALUES ((SELECT no FROM call_key WHERE cid = ?1), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+              empty_deadline, custom, event_seq)
+            VALUES ((SELECT no FROM call_key WHERE cid = ?1), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
             ON CONFLICT(no) DO UPDATE SET created_by = excluded.created_by, created_at = excluded.created_at,
               session = excluded.session, ended_at = excluded.ended_at, ended_reason = excluded.ended_reason,
               rung = excluded.rung, auto_cancel_at = excluded.auto_cancel_at, empty_deadline = excluded.empty_deadline,
-              custom = excluded.custom
+              custom = excluded.custom, event_seq = excluded.event_seq
             """
         case .member:
             """
@@ -212,21 +288,68 @@ extension StoredRow.Kind {
             """
         case .deletePlacement:
             "DELETE FROM call_placement WHERE call_id = ?"
+        case .webhookMessage:
+            """
+            INSERT INTO webhook_message (id, type, created_at, lane, seq, data) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT(id) DO NOTHING
+            """
+        case .webhookDelivery:
+            """
+            INSERT INTO webhook_delivery (message_id, endpoint, type, lane, seq, created_at, status, attempts, next_attempt_at,
+              last_attempt_at, last_status, last_error)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(message_id, endpoint) DO UPDATE SET type = excluded.type, lane = excluded.lane, seq = excluded.seq,
+              created_at = excluded.created_at, status = excluded.status, attempts = excluded.attempts,
+              next_attempt_at = excluded.next_attempt_at, last_attempt_at = excluded.last_attempt_at,
+              last_status = excluded.last_status, last_error = excluded.last_error
+            """
+        case .webhookEndpoint:
+            """
+            INSERT INTO webhook_endpoint (name, secret, previous_secret, previous_until, disabled_at) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT(name) DO UPDATE SET secret = excluded.secret, previous_secret = excluded.previous_secret,
+              previous_until = excluded.previous_until, disabled_at = excluded.disabled_at
+            """
+        case .device:
+            """
+            INSERT INTO device (provider, token, user_id, created_at) VALUES (?, ?, ?, ?)
+            ON CONFLICT(provider, token) DO UPDATE SET user_id = excluded.user_id, created_at = excluded.created_at
+            """
+        case .deleteDevice:
+            "DELETE FROM device WHERE provider = ? AND token = ?"
         }
     }
 
     /// How many values a row of this kind carries.
     var arity: Int {
         switch self {
-        case .call: 12
+        case .call: 13
         case .member: 7
         case .session: 11
         case .event: 5
         case .connection: 6
         case .deleteConnection, .deletePlacement: 1
         case .placement: 7
+        case .webhookMessage: 6
+        case .webhookDelivery: 12
+        case .webhookEndpoint: 5
+        case .device: 4
+        case .deleteDevice: 2
         }
     }
+
+    /// A `.call` row's values before migration `v10_webhooks` added `event_seq`.
+    static let callArityBeforeEventSeq = 12
+
+    /// The `.call` statement before migration `v10_webhooks`, for such rows.
+    static let callStatementBeforeEventSeq = """
+        INSERT INTO call (no, cid, type, id, created_by, created_at, session, ended_at, ended_reason, rung, auto_cancel_at,
+          empty_deadline, custom)
+        VALUES ((SELECT no FROM call_key WHERE cid = ?1), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+        ON CONFLICT(no) DO UPDATE SET created_by = excluded.created_by, created_at = excluded.created_at,
+          session = excluded.session, ended_at = excluded.ended_at, ended_reason = excluded.ended_reason,
+          rung = excluded.rung, auto_cancel_at = excluded.auto_cancel_at, empty_deadline = excluded.empty_deadline,
+          custom = excluded.custom
+        """
 }
 
 extension StoredRow {

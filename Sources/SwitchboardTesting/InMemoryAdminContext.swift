@@ -23,6 +23,7 @@ public final class InMemoryAdminContext: AdminContext, @unchecked Sendable {
     public var sfus: any SFUAdministration { directory }
     /// The call administration the routes see; tests set a ``CallHub`` over an in-memory store.
     public var calls: (any CallAdministration)?
+    public var webhooks: (any WebhookAdministration)?
 
     public init(peers: [String] = [], regions: RegionTable = .builtin) {
         connected = Set(peers.compactMap(PeerID.init))

@@ -8,7 +8,7 @@ import SwitchboardCore
 /// parses, identifiers compared byte for byte (`CallStoreContract` holds both to that).
 /// Its cursors are opaque and URL-safe like the SQLite store's, but not interchangeable with them.
 public final class InMemoryCallStore: CallStore, @unchecked Sendable {
-    private let lock = NSLock()
+    let lock = NSLock()
     // Cids are ASCII, so `CallCID` equality is already byte equality.
     private var calls: [CallCID: CallRecord] = [:]
     private var members: [CallCID: [StoredText: MemberRecord]] = [:]
@@ -16,6 +16,11 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
     private var events: [CallCID: [CallEventRecord]] = [:]
     private var connections: [StoredText: ConnectionRecord] = [:]
     private var placements: [CallCID: PlacementRecord] = [:]
+    // The webhook outbox and push devices (`InMemoryCallStore+Webhooks.swift` reads them).
+    var webhookMessages: [StoredText: WebhookMessage] = [:]
+    var deliveries: [DeliveryKey: WebhookDelivery] = [:]
+    var endpointStates: [StoredText: WebhookEndpointState] = [:]
+    var devices: [StoredDeviceKey: DeviceRecord] = [:]
     private var failNext = false
     private var failAll = false
     private var applied: [[CallMutation]] = []
@@ -64,6 +69,14 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
         case .deleteConnection(let id): connections[StoredText(id.rawValue)] = nil
         case .savePlacement(let placement): CallCID(cid: placement.callID).map { placements[$0] = placement }
         case .deletePlacement(let cid): placements[cid] = nil
+        case .enqueueWebhook(let message, let endpoints):
+            // Inserted once: a message id seen before keeps its first message.
+            if webhookMessages[StoredText(message.id)] == nil { webhookMessages[StoredText(message.id)] = message }
+            for endpoint in endpoints { commit(.saveWebhookDelivery(WebhookDelivery(message, endpoint: endpoint))) }
+        case .saveWebhookDelivery(let delivery): deliveries[DeliveryKey(delivery)] = delivery
+        case .saveWebhookEndpoint(let state): endpointStates[StoredText(state.name)] = state
+        case .saveDevice(let device): devices[StoredDeviceKey(device.key)] = device
+        case .deleteDevice(let key): devices[StoredDeviceKey(key)] = nil
         }
     }
 
@@ -74,7 +87,8 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
                 calls: live,
                 members: live.flatMap { sortedMembers($0.cid) },
                 sessions: sessions.values.filter(\.isActive).sorted(by: Self.joinOrder),
-                connections: connections.values.sorted { StoredText($0.id.rawValue) < StoredText($1.id.rawValue) })
+                connections: connections.values.sorted { StoredText($0.id.rawValue) < StoredText($1.id.rawValue) },
+                devices: devices.values.sorted(by: Self.deviceOrder))
         }
     }
 
@@ -166,14 +180,14 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
 
 /// Text compared as SQLite's BINARY collation compares it: byte for byte in UTF-8. Swift's `String`
 /// calls canonically equivalent spellings equal (`Å` as U+00C5 and as U+212B), SQLite keeps them apart.
-private struct StoredText: Hashable, Comparable {
+struct StoredText: Hashable, Comparable {
     let utf8: [UInt8]
     init(_ text: String) { utf8 = Array(text.utf8) }
     static func < (lhs: Self, rhs: Self) -> Bool { lhs.utf8.lexicographicallyPrecedes(rhs.utf8) }
 }
 
 /// Mutations as the SQLite store stores them, or its refusal, checked in the same order.
-private enum StoredValues {
+enum StoredValues {
     static func mutation(_ mutation: CallMutation) throws -> CallMutation {
         switch mutation {
         case .saveCall(var call):
@@ -206,7 +220,23 @@ private enum StoredValues {
             connection.tokenExpiresAt = time(connection.tokenExpiresAt)
             connection.detachedAt = connection.detachedAt.map(time)
             return .saveConnection(connection)
-        case .deleteConnection, .savePlacement, .deletePlacement: return mutation
+        case .enqueueWebhook(var message, let endpoints):
+            message.createdAt = time(message.createdAt)
+            message.data = json(message.data)
+            return .enqueueWebhook(message, endpoints: endpoints)
+        case .saveWebhookDelivery(var delivery):
+            delivery.createdAt = time(delivery.createdAt)
+            delivery.nextAttemptAt = delivery.nextAttemptAt.map(time)
+            delivery.lastAttemptAt = delivery.lastAttemptAt.map(time)
+            return .saveWebhookDelivery(delivery)
+        case .saveWebhookEndpoint(var state):
+            state.previousUntil = state.previousUntil.map(time)
+            state.disabledAt = state.disabledAt.map(time)
+            return .saveWebhookEndpoint(state)
+        case .saveDevice(var device):
+            device.createdAt = time(device.createdAt)
+            return .saveDevice(device)
+        case .deleteConnection, .savePlacement, .deletePlacement, .deleteDevice: return mutation
         }
     }
 

@@ -40,9 +40,16 @@ public final class InMemorySFUStore: SFUStore, @unchecked Sendable {
     public private(set) var regionCount = 0
     public func replaceRegions(_ regions: RegionTable) throws { try lock.withLock { try check(); regionCount = regions.regions.count } }
 
-    public func failover(down: SFUID, moves: [PlacementRecord]) throws {
+    /// The call store a failover's webhook rows go to (the SQLite store holds both in one file).
+    public var outbox: InMemoryCallStore?
+
+    public func failover(down: SFUID, moves: [PlacementRecord], webhooks: [CallMutation]) throws {
         try lock.withLock {
             try check()
+            if !webhooks.isEmpty {
+                guard let outbox else { throw SwitchboardError(.unavailable, "no call store for the failover's webhooks") }
+                try outbox.apply(webhooks)
+            }
             sfus[down]?.state = .down
             for move in moves { placements[move.callID] = move }
             failoverCount += 1

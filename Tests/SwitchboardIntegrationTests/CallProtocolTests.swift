@@ -112,8 +112,9 @@ final class CallProtocolTests: XCTestCase {
         XCTAssertEqual(
             jsonObjects(stored["events"]).compactMap { $0["type"] as? String },
             [
-                "call.created", "call.ring", "call.accepted", "call.participant_joined", "call.participant_joined", "call.participant_left",
-                "call.participant_joined", "call.ended",
+                "call.created", "call.ring", "call.accepted", "call.session_started", "call.participant_joined", "call.participant_joined",
+                "call.participant_left", "call.participant_joined", "call.participant_left", "call.participant_left", "call.session_ended",
+                "call.ended",
             ])
 
         // Joining again reopens the call as its second session; nobody is rung again.

@@ -51,9 +51,20 @@ final class BatchLogTests: XCTestCase, CallFixtures {
             .saveCall(call("c1", ended: true)), .saveMember(member("c1", "bob", state: .ringing)), .saveSession(withEverything),
             .appendEvent(event("c1", 7)), .saveConnection(connection("k-1", detached: true)), .deleteConnection(ClientConnectionID("k-0")),
             .savePlacement(placed), .deletePlacement(cid("c2")),
+            .enqueueWebhook(
+                WebhookMessage(id: "msg_1", type: .callRing, createdAt: date(3), lane: "default:c1", seq: 2, data: .object(["n": .number(1)])),
+                endpoints: ["ops"]),
+            .saveWebhookDelivery(WebhookDelivery(
+                messageID: "msg_0", endpoint: "ops", type: .sfuDown, lane: "sfu:a", seq: 5, createdAt: date(1), status: .dead, attempts: 3,
+                lastAttemptAt: date(2), lastStatus: 500, lastError: "HTTP 500")),
+            .saveWebhookEndpoint(WebhookEndpointState(name: "ops", secret: "whsec_1", disabledAt: date(4))),
+            .saveDevice(DeviceRecord(userID: user("bob"), provider: .webpush, token: "{}", createdAt: date(5))),
+            .deleteDevice(DeviceKey(provider: .fcm, token: "t")),
         ]
-        let rows = try mutations.map(StoredRow.init)
+        let rows = try mutations.flatMap(StoredRow.rows)
         XCTAssertEqual(Set(rows.map(\.kind)), Set(StoredRow.Kind.allCases), "one row of every kind")
+        XCTAssertEqual(rows.count, mutations.count + 1, "an enqueued webhook is its message and a delivery per endpoint")
+        for row in rows { XCTAssertEqual(row.values.count, row.kind.arity, "\(row.kind)") }
         var unusual = StoredRow(kind: .event, values: [
             "default:ünïcødé 📞".databaseValue, Int64.min.databaseValue, 1.5e300.databaseValue, DatabaseValue.null, Data([0, 1, 255]).databaseValue,
         ])

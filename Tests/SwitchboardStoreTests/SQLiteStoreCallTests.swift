@@ -113,7 +113,9 @@ final class SQLiteStoreCallTests: XCTestCase, CallFixtures {
         try raw.close()
 
         let upgraded = try SQLiteStore(configuration: StoreConfiguration(directory: other.path))
-        XCTAssertEqual(Array(SQLiteStore.knownMigrations.suffix(3)), ["v7_sfu_kinds", "v8_batch_log", "v9_call_number"], "v7 gives every SFU row a kind (heartbeat)")
+        XCTAssertEqual(
+            Array(SQLiteStore.knownMigrations.suffix(4)), ["v7_sfu_kinds", "v8_batch_log", "v9_call_number", "v10_webhooks"],
+            "v7 gives every SFU row a kind (heartbeat)")
         XCTAssertEqual(try upgraded.appliedMigrations(), SQLiteStore.knownMigrations)
         XCTAssertEqual(
             try upgraded.allSFUs(),
@@ -130,25 +132,33 @@ final class SQLiteStoreCallTests: XCTestCase, CallFixtures {
         XCTAssertEqual(try upgraded.integrityCheck(), "ok")
     }
 
-    /// The indexes of `v6_calls` as `v9_call_number` re-keyed them (SQLiteStoreCallNumberTests).
+    /// The indexes of `v6_calls` as `v9_call_number` re-keyed them (SQLiteStoreCallNumberTests),
+    /// and those of `v10_webhooks` (SQLiteStoreWebhookTests checks the queries use them).
     func test_theCallTablesHaveTheirIndexes() throws {
         let raw = try DatabaseQueue(path: StoreConfiguration(directory: directory).databasePath)
         defer { try? raw.close() }
         try raw.read { db in
-            for table in ["call", "call_key", "call_member", "call_session", "call_event", "client_connection"] {
+            for table in [
+                "call", "call_key", "call_member", "call_session", "call_event", "client_connection", "webhook_message", "webhook_delivery",
+                "webhook_endpoint", "device",
+            ] {
                 XCTAssertTrue(try db.tableExists(table), table)
             }
+            XCTAssertTrue(try db.columns(in: "call").contains { $0.name == "event_seq" && $0.isNotNull && $0.defaultValueSQL == "0" })
             let names = try String.fetchAll(
                 db,
                 sql: """
                     SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL
-                    AND tbl_name IN ('call', 'call_key', 'call_member', 'call_session', 'call_event') ORDER BY name
+                    AND tbl_name IN ('call', 'call_key', 'call_member', 'call_session', 'call_event', 'webhook_message', 'webhook_delivery',
+                      'webhook_endpoint', 'device')
+                    ORDER BY name
                     """)
             XCTAssertEqual(
                 names,
                 [
                     "call_event_on_call_no_seq", "call_key_on_cid", "call_member_on_user_id", "call_on_created_at_cid", "call_on_ended_at",
-                    "call_on_type", "call_session_active", "call_session_on_call_no_joined_at",
+                    "call_on_type", "call_session_active", "call_session_on_call_no_joined_at", "device_on_user_id_created_at",
+                    "webhook_delivery_on_created_at", "webhook_delivery_pending",
                 ])
             let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT * FROM call_session WHERE left_at IS NULL ORDER BY joined_at")
                 .map { row -> String in row["detail"] }.joined(separator: " ")

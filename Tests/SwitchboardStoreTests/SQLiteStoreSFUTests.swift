@@ -68,9 +68,14 @@ final class SQLiteStoreSFUTests: XCTestCase {
             PlacementRecord(callID: call, sfu: SFUID(sfu)!, locations: [], assignedAt: Date(timeIntervalSince1970: 0), reason: reason)
         }
         try store.apply([.savePlacement(on("c1", "a", "placed")), .savePlacement(on("c2", "a", "placed"))])
-        try store.failover(down: SFUID("a")!, moves: [on("c1", "b", "failover"), on("c2", "b", "failover")])
+        let down = WebhookMessage(
+            id: "msg_1", type: .sfuDown, createdAt: Date(timeIntervalSince1970: 1), lane: "sfu:a", seq: 1000, data: .object(["sfu_id": "a"]))
+        try store.failover(
+            down: SFUID("a")!, moves: [on("c1", "b", "failover"), on("c2", "b", "failover")],
+            webhooks: [.enqueueWebhook(down, endpoints: ["ops"])])
         XCTAssertEqual(try store.allSFUs().first { $0.id.rawValue == "a" }?.state, .down)
         XCTAssertEqual(try store.allPlacements().map { "\($0.callID)@\($0.sfu)/\($0.reason)" }, ["c1@b/failover", "c2@b/failover"])
+        XCTAssertEqual(try store.pendingWebhooks().map(\.message), [down], "its webhooks commit with it")
     }
 
     func test_theRegionTableIsReplacedWhole() throws {

@@ -11,7 +11,9 @@ TYPES = {"Counter": "counter", "Gauge": "gauge", "Timer": "histogram"}
 
 # `Counter(label: "switchboard_x", dimensions: [("key", …` and the per-label counters'
 # `LabelledCounters("switchboard_x", by: "key", …)`.
-DIRECT = re.compile(r'\b(Counter|Gauge|Timer)\(\s*label:\s*"(switchboard_\w+)"(?:,\s*dimensions:\s*\[\("(\w+)")?')
+DIRECT = re.compile(r'\b(Counter|Gauge|Timer)\(\s*label:\s*"(switchboard_\w+)"(?:,\s*dimensions:\s*\[([^\]]*)\])?')
+# Each `("key", value)` pair of a `dimensions:` list.
+DIMENSION = re.compile(r'\(\s*"(\w+)"\s*,')
 CACHED = re.compile(r'\bLabelledCounters\(\s*"(switchboard_\w+)",\s*by:\s*"(\w+)"')
 
 
@@ -26,8 +28,10 @@ def metrics_in_code() -> dict[str, tuple[str, set[str]]]:
 
     for source in (ROOT / "Sources").rglob("*.swift"):
         text = source.read_text()
-        for kind, name, label in DIRECT.findall(text):
-            add(name, TYPES[kind], label or None)
+        for kind, name, dimensions in DIRECT.findall(text):
+            labels = DIMENSION.findall(dimensions) or [None]
+            for label in labels:
+                add(name, TYPES[kind], label)
         for name, label in CACHED.findall(text):
             add(name, "counter", label)
     return found

@@ -65,7 +65,10 @@ ADMIN_PATTERN = re.compile(r"admin=http://127\.0\.0\.1:([0-9]+)")
 MAX_BODY = 4096  # transport.max_request_body_bytes for these daemons
 REQUEST_TIMEOUT_S = 10.0
 METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
-SAMPLE_PATH_PARAMETERS = {"id": "nobody", "type": "default", "session": "nobody"}
+SAMPLE_PATH_PARAMETERS = {
+    "id": "nobody", "type": "default", "session": "nobody", "name": "nobody", "message": "msg_nobody", "user": "nobody",
+    "device": "0" * 24,
+}
 ONE_WAY = {("POST", "/v1/drain")}  # turns readiness off for good: only on a daemon of its own
 
 SPEC = yaml.safe_load(SPEC_PATH.read_text())

@@ -39,7 +39,12 @@ extension CallEngine {
             left.leftReason = "call_ended"
             unindex(left)
             out.mutations.append(.saveSession(left))
+            let payload = JSONValue.object([
+                "session_id": .string(left.sessionID.rawValue), "user_id": .string(left.userID.rawValue), "reason": .string("call_ended"),
+            ])
+            log("call.participant_left", call, payload, now: now, out: &out)
         }
+        if !call.sessions.isEmpty { logSessionEnded(call, reason: "call_ended", now: now, out: &out) }
         calls[cid]!.sessions = [:]
         calls[cid]!.dominant = DominantSpeaker()
         var record = calls[cid]!.record
@@ -84,7 +89,7 @@ extension CallEngine {
     public mutating func sfuChanged(_ cid: CallCID, to sfu: SFUAssignment, now: Date, out: inout CallOutput) {
         guard let call = calls[cid], call.record.isLive else { return }
         calls[cid]!.sfu = sfu
-        log("call.sfu_changed", call, .object(["sfu": sfu.json]), now: now, out: &out)
+        log("call.sfu_changed", call, .object(["sfu": sfu.json, "previous_sfu_id": .optional(call.sfu?.id)]), now: now, out: &out)
         guard sfu.room != nil else {
             out.notices.append(
                 CallNotice(type: "call.sfu_changed", cid: cid, data: .object(["call_cid": .string(cid.cid), "sfu": sfu.json]), connections: call.participantConnections))

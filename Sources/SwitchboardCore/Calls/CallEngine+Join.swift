@@ -73,6 +73,7 @@ extension CallEngine {
             saveRecord(record, out: &out)
         }
         let call = calls[cid]!
+        if others.isEmpty { log("call.session_started", call, .object(["session": .number(Double(call.record.session))]), now: now, out: &out) }
         let participant = session.json(dominant: call.dominant.current)
         log("call.participant_joined", call, .object(["session_id": .string(session.sessionID.rawValue), "user_id": .string(session.userID.rawValue)]), now: now, out: &out)
         out.notices.append(
@@ -120,6 +121,7 @@ extension CallEngine {
         let payload = JSONValue.object(["session_id": .string(id.rawValue), "user_id": .string(session.userID.rawValue), "reason": .string(reason)])
         log("call.participant_left", calls[cid]!, payload, now: now, out: &out)
         let call = calls[cid]!
+        if call.sessions.isEmpty { logSessionEnded(call, reason: reason, now: now, out: &out) }
         // A session removed by someone else (kicked) hears of it too; one that left knows.
         var audience = call.participantConnections
         if reason != "left" { audience.insert(session.connection) }
@@ -143,5 +145,10 @@ extension CallEngine {
         var record = call.record
         record.emptyDeadline = now.addingTimeInterval(call.settings.emptyTimeout.seconds)
         saveRecord(record, out: &out)
+    }
+
+    /// The call session's last participant left (or the call ended with participants).
+    func logSessionEnded(_ call: LiveCall, reason: String, now: Date, out: inout CallOutput) {
+        log("call.session_ended", call, .object(["session": .number(Double(call.record.session)), "reason": .string(reason)]), now: now, out: &out)
     }
 }

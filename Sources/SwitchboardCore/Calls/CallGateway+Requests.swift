@@ -14,6 +14,21 @@ extension CallGateway {
             output.commands.append(.send(socket, JSONValue.object(["id": frame.id, "type": .string("pong")]).bytes))
         case .tokenRefresh(let token):
             output.tokenChecks.append(TokenCheck(socket: socket, token: token, purpose: .refresh(id: frame.id)))
+        case .registerDevice(let provider, let token):
+            let result = Result { () throws(SwitchboardError) -> JSONValue in
+                try registerDevice(DeviceRecord(userID: client.user, provider: provider, token: token, createdAt: now), out: &output.calls)
+            }
+            respond(socket, id: frame.id, result, into: &output)
+        case .unregisterDevice(let provider, let token):
+            let key = DeviceKey(provider: provider, token: token)
+            let result = Result { () throws(SwitchboardError) -> JSONValue in
+                guard deviceOwners[key] == client.user else { throw SwitchboardError(.notFound, "no such device of yours") }
+                removeDevice(key, out: &output.calls)
+                return .object(["removed": .bool(true)])
+            }
+            respond(socket, id: frame.id, result, into: &output)
+        case .listDevices:
+            respond(socket, id: frame.id, .success(.object(["devices": .array((devices[client.user] ?? []).map(\.json))])), into: &output)
         default:
             if let cid = frame.request.cid, !actor.may(touch: cid) {
                 respond(socket, id: frame.id, .failure(SwitchboardError(.forbidden, "this token may not touch \(cid)")), into: &output)
@@ -55,7 +70,7 @@ extension CallGateway {
             return try engine.sendEvent(cid, custom: custom, by: actor, now: now, out: &out)
         case .signal(let from, let to, let kind, let payload):
             return try engine.signal(from: from, to: to, kind: kind, payload: payload, by: actor, out: &out)
-        case .auth, .ping, .tokenRefresh:
+        case .auth, .ping, .tokenRefresh, .registerDevice, .unregisterDevice, .listDevices:
             preconditionFailure("handled before the call dispatch")
         }
     }

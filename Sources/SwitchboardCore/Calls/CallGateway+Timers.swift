@@ -92,6 +92,7 @@ extension CallGateway {
     /// `output` before serving.
     public mutating func restore(_ snapshot: CallStateSnapshot, now: Date, into output: inout CallGatewayOutput) {
         engine.restore(snapshot)
+        restore(devices: snapshot.devices)
         for record in snapshot.connections {
             let token = UserToken(userID: record.userID.rawValue, issuedAt: record.connectedAt, expiresAt: record.tokenExpiresAt)
             let client = ClientConnection(

@@ -21,6 +21,9 @@ public struct CallGateway: Sendable {
     var wakeAt = Date.distantPast
     /// Failed authentications per remote address (``CallConfiguration/authFailuresPerMinute``).
     var authFailures: [String: TokenBucket] = [:]
+    /// Push devices by user, oldest first, and who owns each token.
+    public internal(set) var devices: [UserID: [DeviceRecord]] = [:]
+    var deviceOwners: [DeviceKey: UserID] = [:]
 
     public init(configuration: CallConfiguration) {
         self.engine = CallEngine(configuration: configuration)
@@ -155,6 +158,7 @@ extension CallGateway {
             rebuilt.inviteBuckets = engine.inviteBuckets
             rebuilt.restore(snapshot)
             engine = rebuilt
+            restore(devices: snapshot.devices)
         }
         return orphaned
     }

@@ -29,7 +29,9 @@ public struct CallCID: Hashable, Sendable, Comparable, CustomStringConvertible, 
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.cid < rhs.cid }
 
-    static func isValidPart(_ part: String) -> Bool {
+    /// The rule of a cid part, also the rule of a webhook endpoint name: 1–64 bytes of
+    /// `A–Z a–z 0–9 _ -`.
+    public static func isValidPart(_ part: String) -> Bool {
         let bytes = part.utf8
         guard !bytes.isEmpty, bytes.count <= maximumPartLength else { return false }
         return bytes.allSatisfy { byte in

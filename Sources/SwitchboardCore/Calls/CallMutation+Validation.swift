@@ -23,6 +23,18 @@ extension CallMutation {
         case .saveConnection(let connection):
             if nul(connection.id.rawValue) { return "connection id" }
             return nul(connection.resumeToken) ? "resume_token" : nil
+        case .enqueueWebhook(let message, let endpoints):
+            if nul(message.id) { return "webhook message id" }
+            return endpoints.contains(where: nul) ? "webhook endpoint" : nil
+        case .saveWebhookDelivery(let delivery):
+            if nul(delivery.messageID) { return "webhook message id" }
+            if nul(delivery.endpoint) { return "webhook endpoint" }
+            return nul(delivery.lastError) ? "webhook last_error" : nil
+        case .saveWebhookEndpoint(let state):
+            if nul(state.name) { return "webhook endpoint" }
+            return nul(state.secret) || nul(state.previousSecret) ? "webhook secret" : nil
+        case .saveDevice(let device): return nul(device.token) ? "device token" : nil
+        case .deleteDevice(let key): return nul(key.token) ? "device token" : nil
         }
     }
 }

@@ -18,11 +18,14 @@ public struct CallRecord: Sendable, Equatable {
     public var emptyDeadline: Date?
     /// App data given at creation (`custom`).
     public var custom: JSONValue
+    /// The `seq` of the call's last webhook message (0 before the first).
+    public var eventSeq: Int64
 
     public init(
         cid: CallCID, createdBy: UserID, createdAt: Date, session: Int = 1, endedAt: Date? = nil, endedReason: CallEndReason? = nil,
-        rung: Bool = false, autoCancelAt: Date? = nil, emptyDeadline: Date? = nil, custom: JSONValue = .object([:])
+        rung: Bool = false, autoCancelAt: Date? = nil, emptyDeadline: Date? = nil, custom: JSONValue = .object([:]), eventSeq: Int64 = 0
     ) {
+        self.eventSeq = eventSeq
         self.cid = cid
         self.createdBy = createdBy
         self.createdAt = createdAt
@@ -212,4 +215,13 @@ public enum CallMutation: Sendable, Equatable {
     case savePlacement(PlacementRecord)
     /// The call ended: it has no SFU any more.
     case deletePlacement(CallCID)
+    /// A webhook message for these endpoints (the outbox): one pending delivery each.
+    case enqueueWebhook(WebhookMessage, endpoints: [String])
+    /// A delivery attempt's outcome, or an admin's retry.
+    case saveWebhookDelivery(WebhookDelivery)
+    /// An endpoint's rotated secret or disabled state.
+    case saveWebhookEndpoint(WebhookEndpointState)
+    /// A push device registered (replacing any registration of the same token).
+    case saveDevice(DeviceRecord)
+    case deleteDevice(DeviceKey)
 }

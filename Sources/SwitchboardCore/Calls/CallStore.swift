@@ -7,8 +7,14 @@ public struct CallStateSnapshot: Sendable, Equatable {
     public var members: [MemberRecord]
     public var sessions: [SessionRecord]
     public var connections: [ConnectionRecord]
+    /// Every registered push device.
+    public var devices: [DeviceRecord]
 
-    public init(calls: [CallRecord] = [], members: [MemberRecord] = [], sessions: [SessionRecord] = [], connections: [ConnectionRecord] = []) {
+    public init(
+        calls: [CallRecord] = [], members: [MemberRecord] = [], sessions: [SessionRecord] = [], connections: [ConnectionRecord] = [],
+        devices: [DeviceRecord] = []
+    ) {
+        self.devices = devices
         self.calls = calls
         self.members = members
         self.sessions = sessions

@@ -95,6 +95,10 @@ public struct CallConfiguration: Sendable, Equatable {
     /// Failed authentications one remote address may make per minute, and in a burst.
     public var authFailuresPerMinute: Double
     public var authFailureBurst: Double
+    /// Push devices one user may register (`device.register`).
+    public var devicesPerUser: Int
+    /// Which webhook endpoints take which events (empty: no outbox is written).
+    public var webhooks: WebhookRouting
 
     public init(
         types: [String: CallTypeSettings] = ["default": .meeting, "ringing": .ringingCall], authTimeout: Duration = .seconds(5),
@@ -102,8 +106,11 @@ public struct CallConfiguration: Sendable, Equatable {
         idleTimeout: Duration = .seconds(60), maxCustomBytes: Int = 5120, ringRatePerMinute: Double = 20, ringBurst: Double = 10,
         dominantSpeakerHold: Duration = .milliseconds(1500), maxMembers: Int = 100, connectionsPerUser: Int = 16, messageRate: Double = 50,
         messageBurst: Double = 100, authFailuresPerMinute: Double = 30, authFailureBurst: Double = 10,
-        createsPerMinute: Double = 60, createBurst: Double = 30, invitesPerMinute: Double = 120, inviteBurst: Double = 60
+        createsPerMinute: Double = 60, createBurst: Double = 30, invitesPerMinute: Double = 120, inviteBurst: Double = 60,
+        devicesPerUser: Int = 10, webhooks: WebhookRouting = WebhookRouting()
     ) {
+        self.devicesPerUser = devicesPerUser
+        self.webhooks = webhooks
         self.createsPerMinute = createsPerMinute
         self.createBurst = createBurst
         self.invitesPerMinute = invitesPerMinute

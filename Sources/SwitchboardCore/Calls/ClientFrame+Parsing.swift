@@ -58,6 +58,9 @@ struct Fields {
         case "call.update_participant": return try updateParticipant()
         case "call.send_event": return .sendEvent(try cid(), custom: try custom(required: true))
         case "signal.send": return try signal()
+        case "device.register": return .registerDevice(try provider(), token: try deviceToken())
+        case "device.unregister": return .unregisterDevice(try provider(), token: try deviceToken())
+        case "device.list": return .listDevices
         default: throw SwitchboardError(.unknownType, "unknown request type \(type.prefix(64))")
         }
     }
@@ -181,5 +184,18 @@ struct Fields {
         }
         guard let payload = data["payload"], payload != .null else { throw SwitchboardError(.invalidRequest, "data.payload is required") }
         return .signal(from: try session("session_id"), to: to, kind: kind, payload: payload)
+    }
+
+    func provider() throws(SwitchboardError) -> DeviceProvider {
+        guard let text = data["provider"]?.stringValue, let provider = DeviceProvider(rawValue: text) else {
+            throw SwitchboardError(.invalidRequest, "data.provider must be one of apns, apns_voip, fcm, webpush")
+        }
+        return provider
+    }
+
+    func deviceToken() throws(SwitchboardError) -> String {
+        guard let token = data["token"]?.stringValue else { throw SwitchboardError(.invalidRequest, "data.token must be a non-empty string") }
+        try DeviceRecord.validate(token: token)
+        return token
     }
 }

@@ -30,6 +30,9 @@ public enum ClientRequest: Sendable, Equatable {
     case updateParticipant(CallCID, session: SessionID?, update: MediaUpdate)
     case sendEvent(CallCID, custom: JSONValue)
     case signal(from: SessionID?, to: SessionID, kind: SignalKind, payload: JSONValue)
+    case registerDevice(DeviceProvider, token: String)
+    case unregisterDevice(DeviceProvider, token: String)
+    case listDevices
 
     /// The call the request touches, for the token's `call_cids` check.
     public var cid: CallCID? {
@@ -37,7 +40,7 @@ public enum ClientRequest: Sendable, Equatable {
         case .getOrCreate(let cid, _, _, _), .get(let cid), .join(let cid, _, _, _, _), .leave(let cid, _), .end(let cid),
             .invite(let cid, _), .accept(let cid), .reject(let cid, _), .updateParticipant(let cid, _, _), .sendEvent(let cid, _):
             cid
-        case .auth, .tokenRefresh, .ping, .signal: nil
+        case .auth, .tokenRefresh, .ping, .signal, .registerDevice, .unregisterDevice, .listDevices: nil
         }
     }
 }

@@ -83,6 +83,7 @@ public protocol SFUStore: Sendable {
     func allPlacements() throws -> [PlacementRecord]
     /// Replaces the stored region table with `regions`, in one transaction.
     func replaceRegions(_ regions: RegionTable) throws
-    /// Marks `down` as down and moves every given placement, in one transaction.
-    func failover(down: SFUID, moves: [PlacementRecord]) throws
+    /// Marks `down` as down and moves every given placement, with `webhooks` (the `sfu.down`
+    /// outbox row, ``CallMutation/enqueueWebhook(_:endpoints:)``), in one transaction.
+    func failover(down: SFUID, moves: [PlacementRecord], webhooks: [CallMutation]) throws
 }

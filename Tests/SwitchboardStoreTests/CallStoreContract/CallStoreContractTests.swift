@@ -35,6 +35,15 @@ protocol CallStoreContractCases {
     func test_historyComparesCreationTimesToTheMillisecond() throws
     func test_customDataAndPayloadsReadBackAsTheirJSONText() throws
     func test_identifiersCompareByteForByte() throws
+    // CallStoreContract+Webhooks.swift
+    func test_enqueuedWebhooksArePendingInLaneOrder() throws
+    func test_deliveryUpdatesReplaceTheRowAndDeliveredOrDeadLeavePending() throws
+    func test_listDeliveriesPagesNewestFirstWithFilters() throws
+    func test_endpointStatesUpsertByName() throws
+    func test_devicesAreKeptPerUserOldestFirstAndATokenHasOneOwner() throws
+    func test_eventSeqRoundTripsWithItsCall() throws
+    func test_aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() throws
+    func test_webhookTimesAndDataReadBackAsStored() throws
 }
 
 /// The contract against the SQLite store, each store on a new file in a temporary directory,
@@ -78,6 +87,14 @@ final class SQLiteCallStoreContractTests: XCTestCase, CallStoreContractCases {
     func test_historyComparesCreationTimesToTheMillisecond() throws { try contract.historyComparesCreationTimesToTheMillisecond() }
     func test_customDataAndPayloadsReadBackAsTheirJSONText() throws { try contract.customDataAndPayloadsReadBackAsTheirJSONText() }
     func test_identifiersCompareByteForByte() throws { try contract.identifiersCompareByteForByte() }
+    func test_enqueuedWebhooksArePendingInLaneOrder() throws { try contract.enqueuedWebhooksArePendingInLaneOrder() }
+    func test_deliveryUpdatesReplaceTheRowAndDeliveredOrDeadLeavePending() throws { try contract.deliveryUpdatesReplaceTheRowAndDeliveredOrDeadLeavePending() }
+    func test_listDeliveriesPagesNewestFirstWithFilters() throws { try contract.listDeliveriesPagesNewestFirstWithFilters() }
+    func test_endpointStatesUpsertByName() throws { try contract.endpointStatesUpsertByName() }
+    func test_devicesAreKeptPerUserOldestFirstAndATokenHasOneOwner() throws { try contract.devicesAreKeptPerUserOldestFirstAndATokenHasOneOwner() }
+    func test_eventSeqRoundTripsWithItsCall() throws { try contract.eventSeqRoundTripsWithItsCall() }
+    func test_aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() throws { try contract.aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() }
+    func test_webhookTimesAndDataReadBackAsStored() throws { try contract.webhookTimesAndDataReadBackAsStored() }
 }
 
 /// The contract against the SQLite store without its batch log (`store.fold_interval_ms` 0):
@@ -121,6 +138,14 @@ final class SQLiteDirectCallStoreContractTests: XCTestCase, CallStoreContractCas
     func test_historyComparesCreationTimesToTheMillisecond() throws { try contract.historyComparesCreationTimesToTheMillisecond() }
     func test_customDataAndPayloadsReadBackAsTheirJSONText() throws { try contract.customDataAndPayloadsReadBackAsTheirJSONText() }
     func test_identifiersCompareByteForByte() throws { try contract.identifiersCompareByteForByte() }
+    func test_enqueuedWebhooksArePendingInLaneOrder() throws { try contract.enqueuedWebhooksArePendingInLaneOrder() }
+    func test_deliveryUpdatesReplaceTheRowAndDeliveredOrDeadLeavePending() throws { try contract.deliveryUpdatesReplaceTheRowAndDeliveredOrDeadLeavePending() }
+    func test_listDeliveriesPagesNewestFirstWithFilters() throws { try contract.listDeliveriesPagesNewestFirstWithFilters() }
+    func test_endpointStatesUpsertByName() throws { try contract.endpointStatesUpsertByName() }
+    func test_devicesAreKeptPerUserOldestFirstAndATokenHasOneOwner() throws { try contract.devicesAreKeptPerUserOldestFirstAndATokenHasOneOwner() }
+    func test_eventSeqRoundTripsWithItsCall() throws { try contract.eventSeqRoundTripsWithItsCall() }
+    func test_aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() throws { try contract.aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() }
+    func test_webhookTimesAndDataReadBackAsStored() throws { try contract.webhookTimesAndDataReadBackAsStored() }
 }
 
 /// The contract against the in-memory twin the call hub and admin tests use.
@@ -161,4 +186,12 @@ final class InMemoryCallStoreContractTests: XCTestCase, CallStoreContractCases {
     func test_historyComparesCreationTimesToTheMillisecond() throws { try contract.historyComparesCreationTimesToTheMillisecond() }
     func test_customDataAndPayloadsReadBackAsTheirJSONText() throws { try contract.customDataAndPayloadsReadBackAsTheirJSONText() }
     func test_identifiersCompareByteForByte() throws { try contract.identifiersCompareByteForByte() }
+    func test_enqueuedWebhooksArePendingInLaneOrder() throws { try contract.enqueuedWebhooksArePendingInLaneOrder() }
+    func test_deliveryUpdatesReplaceTheRowAndDeliveredOrDeadLeavePending() throws { try contract.deliveryUpdatesReplaceTheRowAndDeliveredOrDeadLeavePending() }
+    func test_listDeliveriesPagesNewestFirstWithFilters() throws { try contract.listDeliveriesPagesNewestFirstWithFilters() }
+    func test_endpointStatesUpsertByName() throws { try contract.endpointStatesUpsertByName() }
+    func test_devicesAreKeptPerUserOldestFirstAndATokenHasOneOwner() throws { try contract.devicesAreKeptPerUserOldestFirstAndATokenHasOneOwner() }
+    func test_eventSeqRoundTripsWithItsCall() throws { try contract.eventSeqRoundTripsWithItsCall() }
+    func test_aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() throws { try contract.aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() }
+    func test_webhookTimesAndDataReadBackAsStored() throws { try contract.webhookTimesAndDataReadBackAsStored() }
 }

@@ -1,0 +1,191 @@
+import CoreMetrics
+import Dispatch
+import Foundation
+import Logging
+import SwitchboardCore
+
+/// The webhook delivery worker (ADR 0011): takes the messages the call hub committed, sends
+/// them with a ``WebhookPoster`` in each call's order, retries with backoff, dead-letters, and
+/// commits every outcome through the same store. It runs on a queue of its own; HTTP waits
+/// run in tasks, never on the signaling or call queues.
+///
+/// Invariant behind `@unchecked Sendable`: every stored `var` is touched only on `queue`.
+public final class WebhookDispatcher: @unchecked Sendable {
+    public let queue = DispatchQueue(label: "switchboard.webhooks")
+    public let settings: WebhookSettings
+    let store: any CallStore & WebhookStore
+    let poster: any WebhookPoster
+    let wallClock: @Sendable () -> Date
+    let random: @Sendable () -> Double
+    let logger: Logger
+    let metrics: WebhookMetrics
+    var scheduler: WebhookScheduler
+    /// Each endpoint's state as committed (rotated secrets, disabled).
+    var states: [String: WebhookEndpointState] = [:]
+    var timer: (any DispatchSourceTimer)?
+    var running = false
+    /// Attempts whose outcome has not been committed yet: a test or a shutdown waits on it.
+    let idle = DispatchGroup()
+
+    public init(
+        settings: WebhookSettings, store: any CallStore & WebhookStore, poster: any WebhookPoster, wallClock: @escaping @Sendable () -> Date,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }, metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
+        logger: Logger
+    ) {
+        self.settings = settings
+        self.store = store
+        self.poster = poster
+        self.wallClock = wallClock
+        self.random = random
+        self.logger = logger
+        self.metrics = WebhookMetrics(factory: metricsFactory)
+        self.scheduler = WebhookScheduler(
+            configuration: WebhookScheduler.Configuration(
+                maxInFlightPerEndpoint: settings.maxInFlight, maximumBackoff: settings.maxBackoff, retryHorizon: settings.retryHorizon))
+    }
+
+    /// Loads endpoint states and every pending delivery from the store and starts sending.
+    /// Deliveries to an endpoint no longer configured stay pending, unsent, and are logged.
+    public func start() throws {
+        let stored = try store.webhookEndpointStates()
+        let pending = try store.pendingWebhooks()
+        try queue.sync {
+            states = Dictionary(stored.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+            // Messages handed over before now (by the call hub's restart) are held already;
+            // enqueueing them again from the store is a no-op.
+            for state in stored { scheduler.updateEndpoint(state) }
+            let known = Set(settings.endpoints.map(\.name))
+            let orphaned = pending.filter { !known.contains($0.delivery.endpoint) }
+            if !orphaned.isEmpty {
+                logger.warning(
+                    "pending webhook deliveries to endpoints no longer configured stay unsent",
+                    metadata: ["deliveries": "\(orphaned.count)", "endpoints": "\(Set(orphaned.map(\.delivery.endpoint)).sorted())"])
+            }
+            for endpoint in settings.endpoints { _ = try keys(for: endpoint.name, now: wallClock()) }
+            scheduler.enqueue(pending.filter { known.contains($0.delivery.endpoint) })
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.setEventHandler { [weak self] in self?.pump() }
+            timer.resume()
+            self.timer = timer
+            running = true
+            pump()
+        }
+        logger.info("webhook delivery started", metadata: ["endpoints": "\(settings.endpoints.count)", "pending": "\(pending.count)"])
+    }
+
+    /// Stops starting attempts; attempts in flight finish (their outcomes are still committed).
+    public func stop() {
+        queue.sync {
+            running = false
+            timer?.cancel()
+            timer = nil
+        }
+    }
+
+    /// Waits until no attempt is in flight, at most `timeout`; `false` when one still is.
+    public func waitForIdle(timeout: DispatchTime) -> Bool {
+        idle.wait(timeout: timeout) == .success
+    }
+
+    /// Committed messages from the call hub (or the SFU directory): durable, to be sent.
+    public func committed(_ webhooks: [PendingWebhook]) {
+        let known = Set(settings.endpoints.map(\.name))
+        let sendable = webhooks.filter { known.contains($0.delivery.endpoint) }
+        guard !sendable.isEmpty else { return }
+        queue.async { [self] in
+            scheduler.enqueue(sendable)
+            pump()
+        }
+    }
+
+    /// Starts every attempt that is due and sets the timer for the next one. Tests driving a
+    /// manual clock call it after moving the clock.
+    public func pumpNow() {
+        queue.sync { pump() }
+    }
+
+    func pump() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard running else { return }
+        let now = wallClock()
+        for attempt in scheduler.due(now: now) { send(attempt, now: now) }
+        metrics.update(from: scheduler, now: now)
+        guard let timer else { return }
+        if let wake = scheduler.nextWake {
+            let delay = max(0, wake.timeIntervalSince(now))
+            timer.schedule(deadline: .now() + .milliseconds(Int(min(delay, 86_400) * 1000) + 1), leeway: .milliseconds(5))
+        } else {
+            timer.schedule(deadline: .distantFuture)
+        }
+    }
+
+    private func send(_ attempt: PendingWebhook, now: Date) {
+        let endpoint = attempt.delivery.endpoint
+        guard let configured = settings.endpoint(named: endpoint), let keys = try? keys(for: endpoint, now: now) else {
+            // Checked at start, so only a stored rotated secret could be unusable: the attempt
+            // fails (and is retried, then dead-lettered) rather than holding its lane forever.
+            logger.error("a webhook endpoint has no usable secret", metadata: ["endpoint": "\(endpoint)"])
+            queue.async { self.finish(attempt, .failed("no usable signing secret")) }
+            return
+        }
+        let poster = self.poster
+        let timeout = settings.timeout
+        idle.enter()
+        Task {
+            let outcome = await poster.post(attempt.message, to: configured.url, keys: keys, now: now, timeout: timeout)
+            self.queue.async {
+                self.finish(attempt, outcome)
+                self.idle.leave()
+            }
+        }
+    }
+
+    private func finish(_ attempt: PendingWebhook, _ outcome: WebhookScheduler.Outcome) {
+        let now = wallClock()
+        let delivery = attempt.delivery
+        let mutations = scheduler.finished(messageID: delivery.messageID, endpoint: delivery.endpoint, outcome: outcome, now: now, random: random())
+        metrics.attempt(delivery.endpoint, outcome)
+        for case .saveWebhookDelivery(let updated) in mutations {
+            switch updated.status {
+            case .delivered:
+                metrics.delivery(updated.type, "delivered")
+                metrics.delivered(after: now.timeIntervalSince(updated.createdAt))
+            case .dead:
+                metrics.delivery(updated.type, "dead")
+                logger.warning(
+                    "webhook delivery dead-lettered", metadata: ["endpoint": "\(updated.endpoint)", "message": "\(updated.messageID)", "event": "\(updated.type.rawValue)"])
+            case .pending:
+                metrics.delivery(updated.type, scheduler.isDisabled(endpoint: updated.endpoint) ? "endpoint_gone" : "retrying")
+            }
+        }
+        for case .saveWebhookEndpoint(let state) in mutations {
+            states[state.name] = state
+            logger.warning("webhook endpoint answered 410 Gone; disabled until enabled on the admin API", metadata: ["endpoint": "\(state.name)"])
+        }
+        commit(mutations)
+        pump()
+    }
+
+    /// Commits outcomes. A failed commit loses only the record of an attempt: the delivery is
+    /// sent again after a restart, with the same `webhook-id` (at least once).
+    func commit(_ mutations: [CallMutation]) {
+        guard !mutations.isEmpty else { return }
+        do {
+            try store.apply(mutations)
+        } catch {
+            logger.error("could not record webhook delivery outcomes", metadata: ["error": "\(error)", "mutations": "\(mutations.count)"])
+        }
+    }
+
+    /// The keys that sign for `endpoint` at `now`: its current secret, then the previous one
+    /// while a rotation's grace runs.
+    func keys(for endpoint: String, now: Date) throws(SwitchboardError) -> [[UInt8]] {
+        guard let configured = settings.endpoint(named: endpoint) else { throw SwitchboardError(.notFound, "no webhook endpoint \(endpoint)") }
+        let state = states[endpoint]
+        var keys = [try WebhookSignature.key(fromSecret: state?.secret ?? configured.secret)]
+        if let previous = state?.previousSecret, let until = state?.previousUntil, now < until {
+            keys.append(try WebhookSignature.key(fromSecret: previous))
+        }
+        return keys
+    }
+}
