@@ -107,9 +107,11 @@ let package = Package(
         .target(
             name: "SwitchboardWebhooks",
             dependencies: [
+                "CSwitchboardShims",
                 "SwitchboardCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -118,6 +120,7 @@ let package = Package(
         .target(
             name: "SwitchboardApp",
             dependencies: [
+                "CSwitchboardShims",
                 "SwitchboardCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

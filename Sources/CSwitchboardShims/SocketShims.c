@@ -15,6 +15,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <malloc.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 /* Resolves host:port and binds a TCP socket with SO_REUSEADDR (and SO_REUSEPORT when asked),
  * listening when backlog > 0. Returns the fd, or -errno (-EINVAL when the host does not resolve). */
@@ -242,3 +245,22 @@ int sb_close(int fd) { return close(fd) == 0 ? 0 : -errno; }
 int sb_shutdown_write(int fd) { return shutdown(fd, SHUT_WR) == 0 ? 0 : -errno; }
 
 const char *sb_strerror(int err) { return strerror(err); }
+
+int sb_thread_nice(void) {
+#ifdef __linux__
+    errno = 0;
+    int value = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+    return errno == 0 ? value : 0;
+#else
+    return 0;
+#endif
+}
+
+int sb_thread_set_nice(int nice) {
+#ifdef __linux__
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) == 0 ? 0 : -errno;
+#else
+    (void)nice;
+    return -ENOSYS;
+#endif
+}

@@ -23,7 +23,13 @@ public final class WebhookDispatcher: @unchecked Sendable {
     /// Each endpoint's state as committed (rotated secrets, disabled).
     var states: [String: WebhookEndpointState] = [:]
     var timer: (any DispatchSourceTimer)?
+    /// When the timer is set to fire (not set again for the same time).
+    var timerWake: Date?
     var running = false
+    /// Outcomes decided and not committed yet: committed together once the burst of answers
+    /// that is queued has been taken (one batch-log append for many deliveries).
+    var unsaved: [CallMutation] = []
+    var flushScheduled = false
     /// Attempts whose outcome has not been committed yet: a test or a shutdown waits on it.
     let idle = DispatchGroup()
 
@@ -64,7 +70,7 @@ public final class WebhookDispatcher: @unchecked Sendable {
             for endpoint in settings.endpoints { _ = try keys(for: endpoint.name, now: wallClock()) }
             scheduler.enqueue(pending.filter { known.contains($0.delivery.endpoint) })
             let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.setEventHandler { [weak self] in self?.pump() }
+            timer.setEventHandler { [weak self] in self?.background { self?.pump() } }
             timer.resume()
             self.timer = timer
             running = true
@@ -82,9 +88,12 @@ public final class WebhookDispatcher: @unchecked Sendable {
         }
     }
 
-    /// Waits until no attempt is in flight, at most `timeout`; `false` when one still is.
+    /// Waits until no attempt is in flight and every outcome is committed, at most `timeout`;
+    /// `false` when an attempt still is in flight.
     public func waitForIdle(timeout: DispatchTime) -> Bool {
-        idle.wait(timeout: timeout) == .success
+        let idle = self.idle.wait(timeout: timeout) == .success
+        queue.sync { flush(pumping: false) }
+        return idle
     }
 
     /// Committed messages from the call hub (or the SFU directory): durable, to be sent.
@@ -93,8 +102,10 @@ public final class WebhookDispatcher: @unchecked Sendable {
         let sendable = webhooks.filter { known.contains($0.delivery.endpoint) }
         guard !sendable.isEmpty else { return }
         queue.async { [self] in
-            scheduler.enqueue(sendable)
-            pump()
+            background {
+                scheduler.enqueue(sendable)
+                pump()
+            }
         }
     }
 
@@ -111,7 +122,10 @@ public final class WebhookDispatcher: @unchecked Sendable {
         for attempt in scheduler.due(now: now) { send(attempt, now: now) }
         metrics.update(from: scheduler, now: now)
         guard let timer else { return }
-        if let wake = scheduler.nextWake {
+        let wake = scheduler.nextWake
+        guard wake != timerWake || wake.map({ $0 <= now }) == true else { return }
+        timerWake = wake
+        if let wake {
             let delay = max(0, wake.timeIntervalSince(now))
             timer.schedule(deadline: .now() + .milliseconds(Int(min(delay, 86_400) * 1000) + 1), leeway: .milliseconds(5))
         } else {
@@ -125,16 +139,17 @@ public final class WebhookDispatcher: @unchecked Sendable {
             // Checked at start, so only a stored rotated secret could be unusable: the attempt
             // fails (and is retried, then dead-lettered) rather than holding its lane forever.
             logger.error("a webhook endpoint has no usable secret", metadata: ["endpoint": "\(endpoint)"])
-            queue.async { self.finish(attempt, .failed("no usable signing secret")) }
+            idle.enter()
+            queue.async {
+                self.finish(attempt, .failed("no usable signing secret"))
+                self.idle.leave()
+            }
             return
         }
-        let poster = self.poster
-        let timeout = settings.timeout
         idle.enter()
-        Task {
-            let outcome = await poster.post(attempt.message, to: configured.url, keys: keys, now: now, timeout: timeout)
+        poster.post(attempt.message, to: configured.url, keys: keys, now: now, timeout: settings.timeout) { outcome in
             self.queue.async {
-                self.finish(attempt, outcome)
+                self.background { self.finish(attempt, outcome) }
                 self.idle.leave()
             }
         }
@@ -162,19 +177,34 @@ public final class WebhookDispatcher: @unchecked Sendable {
             states[state.name] = state
             logger.warning("webhook endpoint answered 410 Gone; disabled until enabled on the admin API", metadata: ["endpoint": "\(state.name)"])
         }
-        commit(mutations)
-        pump()
+        unsaved += mutations
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        // Behind the answers already queued: they are taken first, then one commit and one pump.
+        queue.async { self.background { self.flush(pumping: true) } }
     }
 
-    /// Commits outcomes. A failed commit loses only the record of an attempt: the delivery is
-    /// sent again after a restart, with the same `webhook-id` (at least once).
-    func commit(_ mutations: [CallMutation]) {
-        guard !mutations.isEmpty else { return }
-        do {
-            try store.apply(mutations)
-        } catch {
-            logger.error("could not record webhook delivery outcomes", metadata: ["error": "\(error)", "mutations": "\(mutations.count)"])
+    /// Commits the outcomes decided so far, then starts what is due. A failed commit loses only
+    /// the record of attempts: those deliveries are sent again after a restart, with the same
+    /// `webhook-id` (at least once).
+    func flush(pumping: Bool) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        flushScheduled = false
+        if !unsaved.isEmpty {
+            let mutations = unsaved
+            unsaved = []
+            do {
+                try store.apply(mutations)
+            } catch {
+                logger.error("could not record webhook delivery outcomes", metadata: ["error": "\(error)", "mutations": "\(mutations.count)"])
+            }
         }
+        if pumping { pump() }
+    }
+
+    /// Runs delivery work at ``WebhookSettings/niceness`` (ADR 0011).
+    func background(_ body: () -> Void) {
+        ThreadPriority.run(niceness: settings.niceness, body)
     }
 
     /// The keys that sign for `endpoint` at `now`: its current secret, then the previous one

@@ -10,7 +10,7 @@ extension SwitchboardDaemon {
     /// admin API lists deliveries and devices even with no endpoint configured); it sends
     /// nothing until an endpoint is.
     func makeWebhooks(store: SQLiteStore, factory: any MetricsFactory) -> (dispatcher: WebhookDispatcher, sender: WebhookSender) {
-        let sender = WebhookSender()
+        let sender = WebhookSender(connectionsPerHost: configuration.webhooks.maxInFlight, niceness: configuration.webhooks.niceness, logger: logger)
         let dispatcher = WebhookDispatcher(
             settings: configuration.webhooks, store: store, poster: sender, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) },
             metricsFactory: factory, logger: logger)
@@ -31,7 +31,10 @@ extension SwitchboardDaemon {
 }
 
 extension WebhookSender: WebhookPoster {
-    public func post(_ message: WebhookMessage, to url: String, keys: [[UInt8]], now: Date, timeout: Duration) async -> WebhookScheduler.Outcome {
-        await send(message, to: url, secrets: keys, now: now, timeout: timeout)
+    public func post(
+        _ message: WebhookMessage, to url: String, keys: [[UInt8]], now: Date, timeout: Duration,
+        completion: @escaping @Sendable (WebhookScheduler.Outcome) -> Void
+    ) {
+        send(message, to: url, secrets: keys, now: now, timeout: timeout, completion: completion)
     }
 }

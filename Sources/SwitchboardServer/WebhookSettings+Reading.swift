@@ -64,7 +64,8 @@ extension WebhookSettings {
         self.init(
             endpoints: endpoints, timeout: try values.milliseconds("webhooks.timeout_ms"),
             retryHorizon: try values.milliseconds("webhooks.retry_horizon_ms"), maxBackoff: try values.milliseconds("webhooks.max_backoff_ms"),
-            maxInFlight: try values.int("webhooks.max_in_flight"), rotationGrace: try values.milliseconds("webhooks.rotation_grace_ms"))
+            maxInFlight: try values.int("webhooks.max_in_flight"), rotationGrace: try values.milliseconds("webhooks.rotation_grace_ms"),
+            niceness: Int32(try values.int("webhooks.niceness")))
     }
 
     /// `NAME=VALUE` with a valid endpoint name.

@@ -20,7 +20,7 @@ public final class ScriptedWebhookPoster: WebhookPoster, @unchecked Sendable {
     private var fallback: WebhookScheduler.Outcome = .status(200)
     private var recorded: [Attempt] = []
     private var holding = false
-    private var held: [CheckedContinuation<Void, Never>] = []
+    private var held: [@Sendable () -> Void] = []
 
     public init() {}
 
@@ -40,11 +40,11 @@ public final class ScriptedWebhookPoster: WebhookPoster, @unchecked Sendable {
 
     /// Lets every held attempt answer.
     public func release() {
-        let waiting = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+        let waiting = lock.withLock { () -> [@Sendable () -> Void] in
             defer { held = [] }
             return held
         }
-        for continuation in waiting { continuation.resume() }
+        for answer in waiting { answer() }
     }
 
     /// Attempts held right now.
@@ -53,22 +53,18 @@ public final class ScriptedWebhookPoster: WebhookPoster, @unchecked Sendable {
     /// Every attempt made, oldest first.
     public var attempts: [Attempt] { lock.withLock { recorded } }
 
-    public func post(_ message: WebhookMessage, to url: String, keys: [[UInt8]], now: Date, timeout: Duration) async -> WebhookScheduler.Outcome {
-        let (outcome, hold) = lock.withLock { () -> (WebhookScheduler.Outcome, Bool) in
+    public func post(
+        _ message: WebhookMessage, to url: String, keys: [[UInt8]], now: Date, timeout: Duration,
+        completion: @escaping @Sendable (WebhookScheduler.Outcome) -> Void
+    ) {
+        let answerNow = lock.withLock { () -> (@Sendable () -> Void)? in
             recorded.append(Attempt(messageID: message.id, type: message.type, lane: message.lane, seq: message.seq, url: url, keys: keys, body: message.body))
             let next = script.isEmpty ? fallback : script.removeFirst()
-            return (next, holding)
+            guard holding else { return { completion(next) } }
+            held.append { completion(next) }
+            return nil
         }
-        if hold {
-            await withCheckedContinuation { continuation in
-                let releaseNow = lock.withLock { () -> Bool in
-                    guard holding else { return true }
-                    held.append(continuation)
-                    return false
-                }
-                if releaseNow { continuation.resume() }
-            }
-        }
-        return outcome
+        // Answered from another thread, as a real client answers from its event loop.
+        if let answerNow { DispatchQueue.global().async { answerNow() } }
     }
 }

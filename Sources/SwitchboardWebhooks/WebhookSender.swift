@@ -1,10 +1,14 @@
 import AsyncHTTPClient
+import CSwitchboardShims
 import Foundation
 import Logging
 import NIOCore
+import NIOHTTP1
+import NIOPosix
 import SwitchboardCore
+import Synchronization
 
-/// Makes webhook attempts: one signed `POST` per call of ``send(_:to:secrets:now:timeout:)``,
+/// Makes webhook attempts: one signed `POST` per call of ``send(_:to:secrets:now:timeout:completion:)``,
 /// over one shared async-http-client client on its own event loops (never the signaling or call
 /// queues). What to send when is ``WebhookScheduler``'s decision; the sender only reports how the
 /// attempt ended.
@@ -12,81 +16,78 @@ import SwitchboardCore
 /// The client verifies TLS certificates (async-http-client's default, never turned off), follows
 /// no redirects (a 3xx is the answer, and a failure to the scheduler), and fails a refused
 /// connection at once instead of retrying it until the deadline: the scheduler's backoff retries.
+/// An attempt is a request on the client's event loop with a delegate that reports the status
+/// as soon as the answer's head arrives and discards the body: no Swift task, no buffering.
 public struct WebhookSender: Sendable {
     /// The `user-agent` of every attempt.
     public static let userAgent = "Switchboard-Webhooks/1"
 
     let client: HTTPClient
-    /// The most of an answer's body read (and discarded) before the connection is dropped.
-    let maximumResponseBody: Int
+    /// The client's event loop: one thread of its own, at the delivery work's nice value.
+    let group: MultiThreadedEventLoopGroup
     let logger: Logger
 
     /// A sender with a client of its own; call ``shutdown()`` when done. `connectTimeout` bounds
-    /// connection establishment (TCP and TLS) within each attempt's own timeout.
-    public init(connectTimeout: Duration = .seconds(5), maximumResponseBody: Int = 16 << 10, logger: Logger = Logger(label: "switchboard.webhooks")) {
+    /// connection establishment (TCP and TLS) within each attempt's own timeout;
+    /// `connectionsPerHost` should be the worker's attempts in flight per endpoint
+    /// (`webhooks.max_in_flight`), so no attempt waits for a connection. The client's one
+    /// event-loop thread runs at nice `niceness` (`webhooks.niceness`; 0 leaves it as it is).
+    public init(
+        connectTimeout: Duration = .seconds(5), connectionsPerHost: Int = 16, niceness: Int32 = 0,
+        logger: Logger = Logger(label: "switchboard.webhooks")
+    ) {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow, timeout: .init(connect: TimeAmount(connectTimeout), read: nil))
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connectionsPerHost))
         configuration.connectionPool.retryConnectionEstablishment = false
-        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        self.maximumResponseBody = max(0, maximumResponseBody)
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        if niceness > 0 {
+            // Raising a thread's nice value needs no privilege; this thread is the group's own.
+            _ = try? group.next().submit { sb_thread_set_nice(max(niceness, sb_thread_nice())) }.wait()
+        }
+        self.client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration)
         self.logger = logger
     }
 
-    /// Closes the client's connections; attempts in flight fail. Call once, when the delivery
-    /// worker stops.
+    /// Closes the client's connections and its event loop; attempts in flight fail. Call once,
+    /// when the delivery worker stops.
     public func shutdown() async {
         do { try await client.shutdown() } catch { logger.debug("webhook client shutdown", metadata: ["error": "\(error)"]) }
+        do { try await group.shutdownGracefully() } catch { logger.debug("webhook event loop shutdown", metadata: ["error": "\(error)"]) }
     }
 
     /// POSTs `message.body` to `url`, signed with each of `secrets`' key bytes (the current key
     /// first, then the previous one during a rotation) at `now` (`webhook-timestamp`), and
-    /// reports the answer's status, or `.failed` when there was none within `timeout` (for the
-    /// whole attempt: connection, request, answer head and reading the answer's body), or the
-    /// connection failed. Without secrets nothing is sent: `.failed`.
-    public func send(_ message: WebhookMessage, to url: String, secrets: [[UInt8]], now: Date, timeout: Duration) async -> WebhookScheduler.Outcome {
-        guard !secrets.isEmpty else { return .failed("no signing secret") }
+    /// calls `completion` once, on an event loop, with the answer's status, or `.failed` when
+    /// there was none within `timeout` (connection, request and answer head) or the connection
+    /// failed. Without secrets nothing is sent: `.failed`.
+    public func send(
+        _ message: WebhookMessage, to url: String, secrets: [[UInt8]], now: Date, timeout: Duration,
+        completion: @escaping @Sendable (WebhookScheduler.Outcome) -> Void
+    ) {
+        guard !secrets.isEmpty else { return completion(.failed("no signing secret")) }
         let body = message.body
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        request.headers.add(name: "content-type", value: "application/json")
-        request.headers.add(name: "user-agent", value: Self.userAgent)
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: "user-agent", value: Self.userAgent)
         for header in WebhookSignature.headers(id: message.id, body: body, keys: secrets, now: now) {
-            request.headers.add(name: header.name, value: header.value)
+            headers.add(name: header.name, value: header.value)
         }
-        request.body = .bytes(ByteBuffer(bytes: body))
-        let end = ContinuousClock.now + timeout
-        let outcome: WebhookScheduler.Outcome
+        let request: HTTPClient.Request
         do {
-            let response = try await client.execute(request, deadline: .now() + TimeAmount(timeout))
-            outcome = .status(Int(response.status.code))
-            await drain(response.body, until: end)
+            request = try HTTPClient.Request(url: url, method: .POST, headers: headers, body: .bytes(body))
         } catch {
-            outcome = .failed(Self.describe(error, timeout: timeout))
+            return completion(.failed(Self.describe(error, timeout: timeout)))
         }
-        logger.debug("webhook attempt", metadata: ["webhook_id": "\(message.id)", "outcome": "\(outcome)"])
-        return outcome
+        let delegate = StatusDelegate(timeout: timeout, completion: completion)
+        let task = client.execute(request: request, delegate: delegate, deadline: .now() + TimeAmount(timeout), logger: logger)
+        task.futureResult.whenFailure { error in delegate.fail(error) }
     }
 
-    /// Reads and discards up to ``maximumResponseBody`` bytes of the answer, until `deadline`:
-    /// the status is the answer, the body only lets the connection be reused. Stopping early
-    /// drops the rest, and the connection with it.
-    private func drain(_ body: HTTPClientResponse.Body, until deadline: ContinuousClock.Instant) async {
-        let cap = maximumResponseBody
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                var read = 0
-                do {
-                    for try await chunk in body {
-                        read += chunk.readableBytes
-                        if read >= cap { return }
-                    }
-                } catch {
-                    // A body cut short does not change the status already received.
-                }
-            }
-            group.addTask { try? await Task.sleep(until: deadline, clock: .continuous) }
-            await group.next()
-            group.cancelAll()
+    /// ``send(_:to:secrets:now:timeout:completion:)`` awaited.
+    public func send(_ message: WebhookMessage, to url: String, secrets: [[UInt8]], now: Date, timeout: Duration) async -> WebhookScheduler.Outcome {
+        await withCheckedContinuation { continuation in
+            send(message, to: url, secrets: secrets, now: now, timeout: timeout) { continuation.resume(returning: $0) }
         }
     }
 
@@ -99,5 +100,48 @@ public struct WebhookSender: Sendable {
         }
         if error is CancellationError { return "cancelled" }
         return "connection failed: \(error)"
+    }
+}
+
+/// Reports an attempt's status once, at the answer's head, and discards the body (which only
+/// lets the connection be reused, within the attempt's deadline).
+final class StatusDelegate: HTTPClientResponseDelegate, Sendable {
+    typealias Response = Void
+
+    private let timeout: Duration
+    /// The completion, taken by whichever of head, error or end comes first.
+    private let completion: Mutex<(@Sendable (WebhookScheduler.Outcome) -> Void)?>
+
+    init(timeout: Duration, completion: @escaping @Sendable (WebhookScheduler.Outcome) -> Void) {
+        self.timeout = timeout
+        self.completion = Mutex(completion)
+    }
+
+    private func report(_ outcome: WebhookScheduler.Outcome) {
+        completion.withLock { taken in
+            defer { taken = nil }
+            return taken
+        }?(outcome)
+    }
+
+    func fail(_ error: any Error) {
+        report(.failed(WebhookSender.describe(error, timeout: timeout)))
+    }
+
+    func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        report(.status(Int(head.status.code)))
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveError(task: HTTPClient.Task<Void>, _ error: any Error) {
+        fail(error)
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Void>) throws {
+        report(.failed("the connection ended without an answer"))
     }
 }

@@ -27,5 +27,9 @@ int sb_close(int fd);
 int sb_shutdown_write(int fd);
 long sb_raise_nofile_limit(void);
 const char *sb_strerror(int err);
+/* The calling thread's nice value (Linux sets it per thread); 0 elsewhere. */
+int sb_thread_nice(void);
+/* Sets the calling thread's nice value; 0, or a negative errno. Raising it needs no privilege. */
+int sb_thread_set_nice(int nice);
 
 #endif

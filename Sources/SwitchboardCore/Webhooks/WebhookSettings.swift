@@ -31,11 +31,15 @@ public struct WebhookSettings: Sendable, Equatable {
     public var maxInFlight: Int
     /// How long the old secret keeps signing after an admin rotates an endpoint's secret.
     public var rotationGrace: Duration
+    /// The nice value delivery work runs at (0: the daemon's own priority), so it takes the CPU
+    /// only when signaling and calls leave some.
+    public var niceness: Int32
 
     public init(
         endpoints: [WebhookEndpoint] = [], timeout: Duration = .seconds(10), retryHorizon: Duration = .seconds(86_400),
-        maxBackoff: Duration = .seconds(600), maxInFlight: Int = 16, rotationGrace: Duration = .seconds(86_400)
+        maxBackoff: Duration = .seconds(600), maxInFlight: Int = 16, rotationGrace: Duration = .seconds(86_400), niceness: Int32 = 10
     ) {
+        self.niceness = niceness
         self.endpoints = endpoints
         self.timeout = timeout
         self.retryHorizon = retryHorizon
