@@ -72,3 +72,22 @@ extension CallInfo {
             sfu: sfu.isNull ? nil : try SFUInfo(json: sfu), dominantSpeaker: json.optionalString("dominant_speaker"))
     }
 }
+
+extension Device {
+    init(json: JSONValue) throws(SwitchboardClientError) {
+        guard let provider = DeviceProvider(rawValue: try json.string("provider")) else {
+            throw SwitchboardClientError(.protocolError, "unknown device provider")
+        }
+        self.init(
+            deviceId: try json.string("device_id"), userId: try json.string("user_id"), provider: provider, token: try json.string("token"),
+            createdAt: Int64(try json.number("created_at")))
+    }
+
+    static func list(_ json: JSONValue) throws(SwitchboardClientError) -> [Device] {
+        guard let items = json.arrayValue else { throw SwitchboardClientError(.protocolError, "devices is not an array") }
+        var devices: [Device] = []
+        devices.reserveCapacity(items.count)
+        for item in items { devices.append(try Device(json: item)) }
+        return devices
+    }
+}

@@ -183,3 +183,45 @@ public struct MediaUpdate: Sendable, Equatable {
         return fields
     }
 }
+
+/// The push service a device token belongs to (docs/protocol.md 6.5, `device.register`).
+public enum DeviceProvider: String, Sendable, Equatable, Hashable, CaseIterable, Decodable {
+    /// An Apple Push Notification service token.
+    case apns
+    /// An iOS PushKit VoIP token (for CallKit).
+    case apnsVoIP = "apns_voip"
+    /// A Firebase Cloud Messaging registration token.
+    case fcm
+    /// A browser's push subscription, as its JSON text.
+    case webpush
+}
+
+/// A push device of the user: what the `call.ring` webhook hands the operator's push service
+/// when a call rings the user and no socket of theirs is open (docs/webhooks.md).
+public struct Device: Sendable, Equatable, Decodable {
+    /// What the admin API's `DELETE /v1/users/{user}/devices/{device}` takes.
+    public let deviceId: String
+    public let userId: String
+    public let provider: DeviceProvider
+    public let token: String
+    /// When it was (last) registered, milliseconds since 1970.
+    public let createdAt: Int64
+
+    public init(deviceId: String, userId: String, provider: DeviceProvider, token: String, createdAt: Int64) {
+        self.deviceId = deviceId
+        self.userId = userId
+        self.provider = provider
+        self.token = token
+        self.createdAt = createdAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case provider, token
+        case deviceId = "device_id", userId = "user_id", createdAt = "created_at"
+    }
+
+    /// The `data` of `device.register` and `device.unregister`.
+    static func fields(provider: DeviceProvider, token: String) -> [String: JSONValue] {
+        ["provider": .string(provider.rawValue), "token": .string(token)]
+    }
+}

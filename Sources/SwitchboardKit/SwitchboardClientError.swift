@@ -24,6 +24,10 @@ public struct SwitchboardClientError: Error, Sendable, Equatable, CustomStringCo
         public static let notAMember = Code(rawValue: "not_a_member")
         public static let callFull = Code(rawValue: "call_full")
         public static let noSFUAvailable = Code(rawValue: "no_sfu_available")
+        /// `device.unregister` of a device this user has not registered.
+        public static let notFound = Code(rawValue: "not_found")
+        /// `device.register` of one more device than `calls.devices_per_user`: unregister one first.
+        public static let tooManyDevices = Code(rawValue: "too_many_devices")
         // The client's own.
         /// No answer within the request timeout.
         public static let timeout = Code(rawValue: "timeout")

@@ -10,6 +10,9 @@ import { CallingState } from './call-state.js';
 
 const g = /** @type {any} */ (globalThis);
 
+/** The push services `device.register` takes (docs/protocol.md 6.5). */
+const DEVICE_PROVIDERS = Object.freeze(['apns', 'apns_voip', 'fcm', 'webpush']);
+
 export class SwitchboardClient extends Emitter {
   /** @param {import('./switchboard.js').SwitchboardClientOptions} options */
   constructor(options) {
@@ -73,6 +76,50 @@ export class SwitchboardClient extends Emitter {
     let call = this._calls.get(cid);
     if (!call) { call = new Call(this, type, id); this._calls.set(cid, call); }
     return call;
+  }
+
+  /**
+   * Registers a push token of the user's app (`device.register`), so that a call ringing the user
+   * while no socket of theirs is open is pushed to this device by the operator's push service
+   * (docs/webhooks.md, "Offline ringing"). Send it after each connect and whenever the token
+   * changes; registering the same token again refreshes it. Rejects with `invalid_request` (a bad
+   * provider or token), `payload_too_large` (a token over 4096 bytes) or `too_many_devices`.
+   * @param {'apns'|'apns_voip'|'fcm'|'webpush'} provider
+   * @param {string|object} token the provider's token; for `webpush` a PushSubscription (or its JSON text)
+   * @returns {Promise<import('./switchboard.js').Device>}
+   */
+  async registerDevice(provider, token) {
+    const data = await this._deviceRequest('device.register', deviceFields('device.register', provider, token));
+    return data.device;
+  }
+
+  /**
+   * Removes a push token of the user's app (`device.unregister`), e.g. when the user signs out.
+   * Rejects with `not_found` when the user has no such device.
+   * @param {'apns'|'apns_voip'|'fcm'|'webpush'} provider @param {string|object} token as registered
+   * @returns {Promise<void>}
+   */
+  async unregisterDevice(provider, token) {
+    await this._deviceRequest('device.unregister', deviceFields('device.unregister', provider, token));
+  }
+
+  /**
+   * The user's registered push devices, oldest first (`device.list`).
+   * @returns {Promise<import('./switchboard.js').Device[]>}
+   */
+  async listDevices() {
+    const data = await this._deviceRequest('device.list');
+    return data.devices || [];
+  }
+
+  /** @internal a `device.*` request: waits for the connection like call requests do */
+  async _deviceRequest(type, data) {
+    try {
+      await this._ensureConnected();
+      return await this._connection.request(type, data);
+    } finally {
+      this._maybeIdleDisconnect();
+    }
   }
 
   /** @internal */
@@ -155,4 +202,16 @@ export class SwitchboardClient extends Emitter {
     if (call) call.emit('error', e);
     this.emit('error', e);
   }
+}
+
+/** Checks a device's provider and token before anything is sent; a bad one is `invalid_request`. */
+function deviceFields(type, provider, token) {
+  if (!DEVICE_PROVIDERS.includes(provider)) {
+    throw new SwitchboardError(ErrorCode.INVALID_REQUEST, `provider must be one of ${DEVICE_PROVIDERS.join(', ')}`, { requestType: type });
+  }
+  const text = provider === 'webpush' && token !== null && typeof token === 'object' ? JSON.stringify(token) : token;
+  if (typeof text !== 'string' || text === '') {
+    throw new SwitchboardError(ErrorCode.INVALID_REQUEST, 'token must be a non-empty string', { requestType: type });
+  }
+  return { provider, token: text };
 }

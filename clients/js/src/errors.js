@@ -18,6 +18,8 @@ export const ErrorCode = Object.freeze({
   NOT_A_MEMBER: 'not_a_member',
   CALL_FULL: 'call_full',
   NO_SFU_AVAILABLE: 'no_sfu_available',
+  NOT_FOUND: 'not_found',
+  TOO_MANY_DEVICES: 'too_many_devices',
   // client-side codes
   TIMEOUT: 'timeout',
   CONNECTION_LOST: 'connection_lost',

@@ -17,7 +17,7 @@ export declare const ErrorCode: Readonly<Record<string, string>>;
 export declare class SwitchboardError extends Error {
   constructor(code: string, message?: string, extra?: { retryable?: boolean; requestType?: string; closeCode?: number; cause?: unknown });
   readonly name: 'SwitchboardError';
-  /** Server code (docs/protocol.md 6.14) or a client code: timeout, connection_lost, not_connected, connection_replaced, token_provider_failed, media_failed, sfu_failed, unsupported_sfu. */
+  /** Server code (docs/protocol.md 6.14, e.g. too_many_devices, not_found) or a client code: timeout, connection_lost, not_connected, connection_replaced, token_provider_failed, media_failed, sfu_failed, unsupported_sfu. */
   code: string;
   retryable: boolean;
   requestType?: string;
@@ -168,6 +168,21 @@ export interface ConnectionInfo {
   resumed: boolean; replayed: number; replay_complete: boolean; last_seq: number; sessions: string[];
 }
 
+/** A push service `device.register` takes: APNs, an iOS PushKit VoIP token, Firebase Cloud Messaging, or a browser push subscription. */
+export type DeviceProvider = 'apns' | 'apns_voip' | 'fcm' | 'webpush';
+
+/** A registered push device of the user (docs/protocol.md 6.5). */
+export interface Device {
+  /** What the admin API's DELETE /v1/users/{user}/devices/{device} takes. */
+  device_id: string;
+  user_id: string;
+  provider: DeviceProvider;
+  /** The provider's token; for webpush the subscription as its JSON text. */
+  token: string;
+  /** When it was (last) registered, in ms since 1970. */
+  created_at: number;
+}
+
 export declare class SwitchboardClient {
   constructor(options: SwitchboardClientOptions);
   readonly user: { id: string; name?: string } | null;
@@ -177,6 +192,12 @@ export declare class SwitchboardClient {
   connect(): Promise<ConnectionInfo>;
   disconnect(): void;
   call(type: string, id: string): Call;
+  /** device.register: rejects with invalid_request (bad provider or token, checked before sending), payload_too_large or too_many_devices. */
+  registerDevice(provider: DeviceProvider, token: string | PushSubscription | PushSubscriptionJSON): Promise<Device>;
+  /** device.unregister: rejects with not_found when the user has no such device. */
+  unregisterDevice(provider: DeviceProvider, token: string | PushSubscription | PushSubscriptionJSON): Promise<void>;
+  /** device.list: the user's devices, oldest first. */
+  listDevices(): Promise<Device[]>;
   on(event: 'connection', fn: (state: ConnectionState) => void): () => void;
   on(event: 'ring', fn: (call: Call) => void): () => void;
   on(event: 'error', fn: (err: SwitchboardError) => void): () => void;

@@ -42,3 +42,13 @@ export { backoffDelay } from './backoff.js';
  * @property {(fn: Function, ms: number) => any} [setTimeout] @property {(t: any) => void} [clearTimeout]
  * @property {() => number} [now] @property {() => number} [random]
  */
+
+/**
+ * A registered push device of the user (`device.register`, `device.list`).
+ * @typedef {object} Device
+ * @property {string} device_id what the admin API's DELETE /v1/users/{user}/devices/{device} takes
+ * @property {string} user_id
+ * @property {'apns'|'apns_voip'|'fcm'|'webpush'} provider
+ * @property {string} token the provider's token (webpush: the subscription as JSON text)
+ * @property {number} created_at ms since 1970, when it was (last) registered
+ */
