@@ -292,6 +292,11 @@ class SteadyJoins:
         self.max_lag_ns = 0
         self.t_measure = self.t_end = 0
         self.rounds = 0
+        #: Per call id: [first join scheduled in the window, joins sent, joins OK, leaves sent,
+        #: leaves OK] (--calls-out: what the webhook check expects of each call).
+        self.calls: dict[str, list] = {}
+        #: Wall-clock time (ns) of each mark, to compare with the daemon's wall-clock timestamps.
+        self.wall_ns: dict[str, int] = {}
 
     def measured(self, t_ns: int) -> bool:
         """Whether a time (a request's schedule, an answer's arrival) is in the measurement window."""
@@ -304,11 +309,14 @@ class SteadyJoins:
         call_id = f"s{(k % users) // 2}r{k // users}"
         if client.current_call is not None:
             self.leaves_outstanding += 1
-            client.request("call.leave", cid_data(client.current_call), self.left, scheduled_ns)
+            self.calls[client.current_call][3] += 1
+            client.request("call.leave", cid_data(client.current_call), self.left, (scheduled_ns, client.current_call))
             client.current_call = None
         self.joins_outstanding += 1
         if self.measured(scheduled_ns):
             self.joins_offered += 1
+        entry = self.calls.setdefault(call_id, [self.measured(scheduled_ns), 0, 0, 0, 0])
+        entry[1] += 1
         client.request("call.join", cid_data(call_id, create=True), self.joined, (client, call_id, scheduled_ns))
 
     def joined(self, ok: bool, latency_ns: int, message: dict, context) -> None:
@@ -317,6 +325,7 @@ class SteadyJoins:
         self.joins_outstanding -= 1
         if ok:
             client.current_call = call_id
+            self.calls[call_id][2] += 1
             if self.measured(time.monotonic_ns()):
                 self.joins_done_in_window += 1
         if not self.measured(scheduled_ns):
@@ -329,9 +338,12 @@ class SteadyJoins:
         else:
             self.errors["join:" + (message.get("error") or {}).get("code", "?")] += 1
 
-    def left(self, ok: bool, latency_ns: int, message: dict, scheduled_ns: int) -> None:
+    def left(self, ok: bool, latency_ns: int, message: dict, context: tuple[int, str]) -> None:
         """A leave's answer."""
+        scheduled_ns, call_id = context
         self.leaves_outstanding -= 1
+        if ok:
+            self.calls[call_id][4] += 1
         if not self.measured(scheduled_ns):
             return
         if ok:
@@ -365,6 +377,7 @@ class SteadyJoins:
             usage = resource.getrusage(resource.RUSAGE_SELF)
             marks[name] = (time.monotonic_ns(), usage.ru_utime + usage.ru_stime,
                            read_server(server_pid), read_cpu_ticks())
+            self.wall_ns[name] = time.time_ns()
 
         start = time.monotonic_ns() + 10_000_000
         self.t_measure = start + int(self.opts.warmup * 1e9)
@@ -388,13 +401,24 @@ class SteadyJoins:
 
     async def leave_all(self) -> None:
         """Every connection leaves the call it is in (bounded wait)."""
+        leaving = [c.current_call for c in self.clients if c.current_call]
         asks = [c.ask("call.leave", cid_data(c.current_call)) for c in self.clients if c.current_call]
         for client in self.clients:
             client.current_call = None
+        for call_id in leaving:
+            self.calls[call_id][3] += 1
         if asks:
             done, _ = await asyncio.wait(asks, timeout=self.opts.drain_timeout)
-            for future in done:
-                future.exception()  # a failed final leave is not part of the measurement
+            for call_id, future in zip(leaving, asks, strict=True):
+                # A failed final leave is not part of the measurement; --calls-out counts it.
+                if future in done and future.exception() is None:
+                    self.calls[call_id][4] += 1
+
+    def write_calls(self, path: str) -> None:
+        """--calls-out: the window in wall-clock ns and every call's requests (JSON)."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"window_wall_ns": [self.wall_ns["open"], self.wall_ns["close"]], "call_type": CALL_TYPE,
+                       "calls": self.calls}, f, separators=(",", ":"))
 
     def result(self, marks: dict, sampler: CpuSampler, drained: bool) -> dict:
         """The phase's figures."""
@@ -542,7 +566,10 @@ async def run(opts) -> dict:
     """Connect, phase 1, phase 2, store sizes, close."""
     clients = await connect_all(opts, max(opts.users, opts.fanout))
     try:
-        record = await SteadyJoins(clients[:opts.users], opts).run(opts.server_pid)
+        steady = SteadyJoins(clients[:opts.users], opts)
+        record = await steady.run(opts.server_pid)
+        if opts.calls_out:
+            steady.write_calls(opts.calls_out)
         if opts.fanout > 0:
             record.update(await fanout(clients, opts))
     finally:
@@ -596,6 +623,27 @@ REPORT_ROWS = [
     ("fan-out: deliveries missing", "fanout_missing", "{:,.0f}"),
 ]
 
+# Rows of a variant with webhooks on (bench/load/webhook_receiver.py analyze); values in ms are ms.
+WEBHOOK_ROWS = [
+    ("**webhooks received per s** (arrivals in the window)", "wh_received_per_s", "{:,.0f}"),
+    ("webhooks created per s (created_at in the window)", "wh_created_per_s", "{:,.0f}"),
+    ("**delivery delay p50 ms** (receiver arrival − created_at)", "wh_delay_p50_ms", "{:,.1f}"),
+    ("**delivery delay p99 ms**", "wh_delay_p99_ms", "{:,.1f}"),
+    ("delivery delay max ms", "wh_delay_max_ms", "{:,.1f}"),
+    ("delivery delay p99 ms, 1st / 2nd half of the window", ("wh_delay_p99_first_half_ms", "wh_delay_p99_second_half_ms"), "{:,.1f}"),
+    ("**webhooks missing** / expected (calls of the window)", ("wh_missing", "wh_expected"), "{:,.0f}"),
+    ("calls checked / with a failed or unanswered request", ("wh_calls_checked", "wh_calls_uncertain"), "{:,.0f}"),
+    ("unexpected / duplicates / seq gaps / out of order", ("wh_unexpected", "wh_duplicates", "wh_seq_gaps", "wh_out_of_order"), "{:,.0f}"),
+    ("signatures verified / bad", ("wh_verified", "wh_bad_signatures"), "{:,.0f}"),
+    ("verify µs per message (standardwebhooks)", "wh_verify_us_mean", "{:.1f}"),
+    ("receiver CPU % / µs per request", ("wh_receiver_cpu_pct", "wh_receiver_cpu_us_per_request"), "{:.1f}"),
+    ("daemon: webhook queue depth at window start / end / max", ("webhook_queue_at_open", "webhook_queue_at_close", "webhook_queue_max"), "{:,.0f}"),
+    ("daemon: attempts in flight, mean / max (0.5 s samples)", ("webhook_in_flight_mean", "webhook_in_flight_max"), "{:,.1f}"),
+    ("daemon: attempts not 2xx", "wh_attempts_not_2xx", "{:,.0f}"),
+    ("daemon: delivery delay mean ms (its histogram, all messages)", "webhook_daemon_delivery_mean_ms", "{:,.1f}"),
+    ("drain after the load s / pending left", ("webhook_drain_s", "webhook_pending_left"), "{:,.2f}"),
+]
+
 
 def cell(value, fmt: str) -> str:
     """One formatted value."""
@@ -633,9 +681,56 @@ def report(path: str, command: str, binary: str) -> str:
         return "no runs recorded"
     labels = list(dict.fromkeys(r.get("label", "switchboard") for r in records))
     if len(labels) > 1:
-        return "\n\n".join(f"### {label}\n\n" + report_table([r for r in records if r.get("label", "switchboard") == label], command, binary)
-                           for label in labels)
+        if set(labels) == {"webhooks=off", "webhooks=on"}:
+            labels = ["webhooks=off", "webhooks=on"]
+        tables = "\n\n".join(f"### {label}\n\n" + report_table([r for r in records if r.get("label", "switchboard") == label], command, binary)
+                             for label in labels)
+        return tables + webhook_comparison(records)
     return report_table(records, command, binary)
+
+
+def webhook_comparison(records: list[dict]) -> str:
+    """With webhooks off and on: the medians side by side, join p99 on/off per run and of the
+    medians (target < 1.10), and each run's delivery delay p99 over the window (drift)."""
+    off = [r for r in records if r.get("label") == "webhooks=off"]
+    on = [r for r in records if r.get("label") == "webhooks=on"]
+    if not off or not on:
+        return ""
+
+    def median(rs, key):
+        values = [r[key] for r in rs if r.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    lines = ["", "", "### webhooks on against off", "",
+             f"| measure | off (median of {len(off)}) | on (median of {len(on)}) | on / off |", "|---|---|---|---|"]
+    for label, key, fmt in [("join p50 ms", "join_p50_us", "ms"), ("**join p99 ms**", "join_p99_us", "ms"),
+                            ("join max ms", "join_max_us", "ms"), ("joins/s achieved", "joins_per_s", "{:,.0f}"),
+                            ("server CPU µs per join", "server_cpu_us_per_join", "{:.0f}"),
+                            ("bytes written per join", "server_written_bytes_per_join", "{:,.0f}"),
+                            ("server CPU % (window mean)", "server_cpu_pct", "{:.0f}"),
+                            ("fan-out: last receiver p99 ms", "fanout_last_p99_us", "ms")]:
+        a, b = median(off, key), median(on, key)
+        ratio = f"{b / a:.2f}" if a and b is not None else "n/a"
+        lines.append(f"| {label} | {cell(a, fmt)} | {cell(b, fmt)} | {ratio} |")
+    # Runs pair up in file order: run k's off and on ran back to back.
+    per_run = [b["join_p99_us"] / a["join_p99_us"] for a, b in zip(off, on)
+               if a.get("join_p99_us") and b.get("join_p99_us") is not None]
+    a, b = median(off, "join_p99_us"), median(on, "join_p99_us")
+    ratio = b / a if a and b is not None else None
+    lines += ["", f"**join p99 on/off: {ratio:.2f}** (ratio of the medians; target < 1.10: "
+                  f"{'met' if ratio < 1.10 else 'NOT met'}); per run: {', '.join(f'{x:.2f}' for x in per_run)}, "
+                  f"median {statistics.median(per_run):.2f}." if ratio is not None and per_run else "join p99 on/off: n/a"]
+    for index, r in enumerate(on):
+        series = r.get("wh_delay_series") or []
+        if series:
+            lines.append(f"Run {index + 1} (on), delivery delay p99 ms per {series[0]['end_s']:g} s of the window (by created_at): "
+                         + ", ".join(cell(p.get("p99_ms"), "{:,.0f}") for p in series) + ".")
+        if r.get("wh_missing"):
+            lines.append(f"Run {index + 1} (on): {r['wh_missing']} missing {r.get('wh_missing_by_type')}, e.g. "
+                         + "; ".join(r.get("wh_missing_examples") or []))
+        if r.get("wh_bad_signatures"):
+            lines.append(f"Run {index + 1} (on): bad signatures, e.g. " + "; ".join(r.get("wh_bad_signature_examples") or []))
+    return "\n".join(lines)
 
 
 def report_table(records: list[dict], command: str, binary: str) -> str:
@@ -651,7 +746,13 @@ def report_table(records: list[dict], command: str, binary: str) -> str:
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
     ]
-    for label, key, fmt in REPORT_ROWS:
+    if "wh_received" in first:
+        every = first.get("wh_verify_every") or 0
+        checked = "none" if not every else "every one" if every == 1 else f"every {every}th"
+        lines[1:1] = ["", (f"Webhooks: one endpoint to bench/load/webhook_receiver.py on 127.0.0.1 (204 at once); "
+                           f"signatures checked inline: {checked} ({first.get('wh_verifier')}).")]
+    rows = REPORT_ROWS + (WEBHOOK_ROWS if any("wh_received" in r for r in records) else [])
+    for label, key, fmt in rows:
         keys = key if isinstance(key, tuple) else (key,)
         cells = []
         for one in keys:
@@ -729,6 +830,8 @@ def parse_args(argv: list[str]):
     r.add_argument("--server-pid", type=int, help="sample this process's CPU time and RSS")
     r.add_argument("--store-dir", help="the daemon's state directory, to report the store's size")
     r.add_argument("--synchronous", default="normal", help="the daemon's store.synchronous (recorded only)")
+    r.add_argument("--calls-out", help="write phase 1's window (wall clock) and every call's joins and leaves "
+                   "(sent, answered OK) to this file, for webhook_receiver.py analyze")
     r.add_argument("--idle-seconds", type=float, default=2.0,
                    help="after phase 1, sample the daemon's CPU this long with no requests (default 2)")
     r.add_argument("--drain-timeout", type=float, default=5.0, help="wait for answers still due (default 5)")
