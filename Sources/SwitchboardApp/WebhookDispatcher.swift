@@ -30,6 +30,8 @@ public final class WebhookDispatcher: @unchecked Sendable {
     /// that is queued has been taken (one batch-log append for many deliveries).
     var unsaved: [CallMutation] = []
     var flushScheduled = false
+    /// Deletes old finished deliveries every ``pruneInterval`` (`webhooks.retention_ms`).
+    var pruneTimer: (any DispatchSourceTimer)?
     /// Attempts whose outcome has not been committed yet: a test or a shutdown waits on it.
     let idle = DispatchGroup()
 
@@ -76,6 +78,7 @@ public final class WebhookDispatcher: @unchecked Sendable {
             running = true
             pump()
         }
+        startPruning()
         logger.info("webhook delivery started", metadata: ["endpoints": "\(settings.endpoints.count)", "pending": "\(pending.count)"])
     }
 
@@ -86,6 +89,7 @@ public final class WebhookDispatcher: @unchecked Sendable {
             timer?.cancel()
             timer = nil
         }
+        stopPruning()
     }
 
     /// Waits until no attempt is in flight and every outcome is committed, at most `timeout`;

@@ -111,10 +111,11 @@ extension ConfigKeySpec {
         .init("webhooks.secrets", .stringArray, .stringArray([]), secret: true, "Each endpoint's signing secret, \"NAME=whsec_<base64>\" (at least 24 bytes of key); one per endpoint, here or in webhooks.secret_files."),
         .init("webhooks.secret_files", .stringArray, .stringArray([]), "Files holding endpoints' secrets (first line), \"NAME=PATH\"; instead of webhooks.secrets."),
         .init("webhooks.events", .stringArray, .stringArray([]), "Event filters, \"NAME=call.ring,call.missed\"; an endpoint without one takes every event (docs/webhooks.md lists them)."),
-        .init("webhooks.timeout_ms", .int(100...120_000), .int(10000), "Deadline of one delivery attempt, connect to last byte; past it the attempt failed and is retried."),
+        .init("webhooks.timeout_ms", .int(100...120_000), .int(10000), "Deadline of one delivery attempt, from connecting to the answer's status and headers; past it the attempt failed and is retried."),
         .init("webhooks.retry_horizon_ms", .int(1000...2_592_000_000), .int(86_400_000), "How long a message is retried (exponential backoff with jitter) before it is dead-lettered."),
         .init("webhooks.max_backoff_ms", .int(1000...86_400_000), .int(600_000), "Longest wait between two attempts of one message."),
         .init("webhooks.max_in_flight", .int(1...1024), .int(16), "Attempts in flight at once per endpoint, each on a different call (one call's events go one at a time, in order)."),
+        .init("webhooks.retention_ms", .int(0...31_536_000_000), .int(604_800_000), "Delivered and dead deliveries older than this are deleted with their messages (checked every minute, oldest first); pending ones never are. 0 keeps them for good."),
         .init("webhooks.niceness", .int(0...19), .int(10), "Nice value of delivery work (its own event-loop thread, and the worker's queue where the previous value can be restored, as root or with RLIMIT_NICE): it gets the CPU that signaling and calls leave; 0 runs it at the daemon's priority."),
         .init("webhooks.rotation_grace_ms", .int(0...2_592_000_000), .int(86_400_000), "After POST /v1/webhooks/endpoints/{name}/rotate_secret, how long the previous secret keeps signing too (unless the request names its own grace)."),
     ]

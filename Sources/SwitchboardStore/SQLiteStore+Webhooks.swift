@@ -75,6 +75,37 @@ extension SQLiteStore: WebhookStore {
         }
     }
 
+    public func pruneWebhooks(createdBefore cutoff: Date, limit: Int) throws -> Int {
+        try Self.storeErrors {
+            // Folded first, under the fold lock, so no batch still to fold names a row deleted here.
+            try folding.withLock { () throws -> Int in
+                if let log { try foldLocked(log) }
+                return try pool.write { db in
+                    let rows = try Row.fetchAll(
+                        db,
+                        sql: """
+                            SELECT message_id, endpoint FROM webhook_delivery
+                            WHERE created_at < ? AND status IN ('delivered', 'dead') ORDER BY created_at, message_id, endpoint LIMIT ?
+                            """,
+                        arguments: [StoredTime.text(cutoff), max(0, limit)])
+                    var messages: [String] = []
+                    for row in rows {
+                        let message: String = row["message_id"]
+                        let endpoint: String = row["endpoint"]
+                        try db.execute(sql: "DELETE FROM webhook_delivery WHERE message_id = ? AND endpoint = ?", arguments: [message, endpoint])
+                        if messages.last != message { messages.append(message) }
+                    }
+                    for message in messages {
+                        try db.execute(
+                            sql: "DELETE FROM webhook_message WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM webhook_delivery WHERE message_id = ?1)",
+                            arguments: [message])
+                    }
+                    return rows.count
+                }
+            }
+        }
+    }
+
     public func webhookEndpointStates() throws -> [WebhookEndpointState] {
         try fold()
         return try Self.storeErrors {

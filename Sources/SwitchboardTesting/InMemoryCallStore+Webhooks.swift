@@ -33,6 +33,20 @@ extension InMemoryCallStore: WebhookStore {
         }
     }
 
+    public func pruneWebhooks(createdBefore cutoff: Date, limit: Int) throws -> Int {
+        try lock.withLock {
+            try checkNotFailing()
+            let cutoff = StoredValues.time(cutoff)
+            let old = deliveries.filter { $0.value.status != .pending && $0.value.createdAt < cutoff }
+                .sorted { ($0.value.createdAt, $0.key.messageID, $0.key.endpoint) < ($1.value.createdAt, $1.key.messageID, $1.key.endpoint) }
+                .prefix(max(0, limit))
+            for (key, _) in old { deliveries[key] = nil }
+            let left = Set(deliveries.keys.map(\.messageID))
+            for message in Set(old.map(\.key.messageID)) where !left.contains(message) { webhookMessages[message] = nil }
+            return old.count
+        }
+    }
+
     public func webhookEndpointStates() throws -> [WebhookEndpointState] {
         lock.withLock { endpointStates.sorted { $0.key < $1.key }.map(\.value) }
     }

@@ -27,6 +27,11 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
 
     public init() {}
 
+    /// Throws the injected failure of ``failAllApplies`` (for writes other than ``apply(_:)``).
+    func checkNotFailing() throws {
+        if failAll { throw SwitchboardError(.unavailable, "store failure injected") }
+    }
+
     /// When set, the next ``apply(_:)`` throws `unavailable` and changes nothing; then it clears.
     public var failNextApply: Bool {
         get { lock.withLock { failNext } }

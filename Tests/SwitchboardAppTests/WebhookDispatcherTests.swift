@@ -205,4 +205,21 @@ final class WebhookDispatcherTests: XCTestCase {
         XCTAssertEqual(poster.attempts, [])
         XCTAssertEqual(try store.pendingWebhooks().map(\.delivery.endpoint), ["retired"])
     }
+
+    func test_deliveriesOlderThanTheRetentionAreDeletedButPendingOnesStay() throws {
+        let dispatcher = try dispatcher()
+        defer { dispatcher.stop() }
+        poster.answer([.status(200), .status(500)], then: .status(500))
+        dispatcher.committed(try commit("default:a", 1))
+        settle(dispatcher)
+        dispatcher.committed(try commit("default:b", 1))
+        settle(dispatcher)
+        XCTAssertEqual(try status("msg_default:a_1"), .delivered)
+        XCTAssertEqual(try status("msg_default:b_1"), .pending)
+        XCTAssertEqual(dispatcher.pruneNow(), 0, "nothing is old yet")
+        clock.advance(by: .seconds(604_800 + 1))
+        XCTAssertEqual(dispatcher.pruneNow(), 1)
+        XCTAssertNil(try store.webhook(messageID: "msg_default:a_1", endpoint: "main"))
+        XCTAssertEqual(try status("msg_default:b_1"), .pending, "a pending delivery is never deleted")
+    }
 }

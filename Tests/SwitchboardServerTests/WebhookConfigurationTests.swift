@@ -28,6 +28,8 @@ final class WebhookConfigurationTests: XCTestCase {
         XCTAssertEqual(configuration.webhooks.retryHorizon, .seconds(86_400))
         XCTAssertEqual(configuration.webhooks.timeout, .seconds(10))
         XCTAssertEqual(configuration.calls.devicesPerUser, 10)
+        XCTAssertEqual(configuration.webhooks.retention, .seconds(604_800))
+        XCTAssertEqual(configuration.webhooks.niceness, 10)
     }
 
     func test_endpointsWithSecretsAndFiltersAreRead() throws {
@@ -35,8 +37,10 @@ final class WebhookConfigurationTests: XCTestCase {
             "webhooks.endpoints": .stringArray(["billing=https://billing.example.com/hooks", "ops=http://127.0.0.1:8088/in"]),
             "webhooks.secrets": .stringArray(["billing=\(secret)", "ops=\(secret)"]),
             "webhooks.events": .stringArray(["billing=call.ended, call.participant_left"]),
-            "webhooks.timeout_ms": .int(2500),
+            "webhooks.timeout_ms": .int(2500), "webhooks.retention_ms": .int(0), "webhooks.niceness": .int(0),
         ])
+        XCTAssertEqual(configuration.webhooks.retention, .zero)
+        XCTAssertEqual(configuration.webhooks.niceness, 0)
         XCTAssertEqual(configuration.webhooks.endpoints.map(\.name), ["billing", "ops"])
         XCTAssertEqual(configuration.webhooks.endpoints[0].events, [.callEnded, .participantLeft])
         XCTAssertEqual(configuration.webhooks.endpoints[1].events, Set(WebhookEventType.allCases))

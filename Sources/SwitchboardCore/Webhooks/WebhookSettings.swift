@@ -31,14 +31,19 @@ public struct WebhookSettings: Sendable, Equatable {
     public var maxInFlight: Int
     /// How long the old secret keeps signing after an admin rotates an endpoint's secret.
     public var rotationGrace: Duration
+    /// Delivered and dead deliveries older than this are deleted, with their messages; zero
+    /// keeps them for good.
+    public var retention: Duration
     /// The nice value delivery work runs at (0: the daemon's own priority), so it takes the CPU
     /// only when signaling and calls leave some.
     public var niceness: Int32
 
     public init(
         endpoints: [WebhookEndpoint] = [], timeout: Duration = .seconds(10), retryHorizon: Duration = .seconds(86_400),
-        maxBackoff: Duration = .seconds(600), maxInFlight: Int = 16, rotationGrace: Duration = .seconds(86_400), niceness: Int32 = 10
+        maxBackoff: Duration = .seconds(600), maxInFlight: Int = 16, rotationGrace: Duration = .seconds(86_400), niceness: Int32 = 10,
+        retention: Duration = .seconds(604_800)
     ) {
+        self.retention = retention
         self.niceness = niceness
         self.endpoints = endpoints
         self.timeout = timeout

@@ -55,6 +55,10 @@ public protocol WebhookStore: Sendable {
     func webhookEndpointStates() throws -> [WebhookEndpointState]
     /// A user's push devices, oldest first.
     func devices(of user: UserID) throws -> [DeviceRecord]
+    /// Deletes up to `limit` deliveries that are delivered or dead and were created before
+    /// `cutoff`, oldest first, and the messages left with no delivery (`webhooks.retention_ms`).
+    /// Pending deliveries are never deleted. Returns how many deliveries went.
+    func pruneWebhooks(createdBefore cutoff: Date, limit: Int) throws -> Int
 }
 
 extension PendingWebhook {

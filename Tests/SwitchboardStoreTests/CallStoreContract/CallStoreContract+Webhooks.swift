@@ -316,4 +316,51 @@ extension CallStoreContract {
         assertTime(state.disabledAt, 1_800_000_000.124)
         assertTime(try store.devices(of: user("alice")).first?.createdAt, 1_800_000_000.123)
     }
+
+    // MARK: - Retention
+
+    /// Pruning removes old delivered and dead deliveries, oldest first up to the limit, and the
+    /// messages they leave without a delivery; pending ones and newer ones stay.
+    func pruningRemovesOldFinishedDeliveriesAndTheirMessagesOnly() throws {
+        let store = try makeOutboxStore()
+        let old = message("msg_old", seq: 1, at: 0)
+        let shared = message("msg_shared", seq: 2, at: 1)
+        let pendingOld = message("msg_pending", seq: 3, at: 2)
+        let recent = message("msg_recent", seq: 4, at: 100)
+        try store.apply([
+            .enqueueWebhook(old, endpoints: ["ops"]), .enqueueWebhook(shared, endpoints: ["ops", "billing"]),
+            .enqueueWebhook(pendingOld, endpoints: ["ops"]), .enqueueWebhook(recent, endpoints: ["ops"]),
+        ])
+        func finished(_ message: WebhookMessage, _ endpoint: String, _ status: WebhookDeliveryStatus) -> CallMutation {
+            var delivery = WebhookDelivery(message, endpoint: endpoint)
+            delivery.status = status
+            delivery.attempts = 1
+            return .saveWebhookDelivery(delivery)
+        }
+        try store.apply([
+            finished(old, "ops", .delivered), finished(shared, "ops", .dead), finished(recent, "ops", .delivered),
+        ])
+
+        XCTAssertEqual(try store.pruneWebhooks(createdBefore: date(50), limit: 1), 1, "the limit holds")
+        XCTAssertNil(try store.webhook(messageID: "msg_old", endpoint: "ops"), "the oldest goes first")
+        XCTAssertNotNil(try store.webhook(messageID: "msg_shared", endpoint: "ops"))
+        XCTAssertEqual(try store.pruneWebhooks(createdBefore: date(50), limit: 100), 1)
+        XCTAssertNil(try store.webhook(messageID: "msg_shared", endpoint: "ops"))
+        XCTAssertEqual(
+            try store.webhook(messageID: "msg_shared", endpoint: "billing")?.message, shared,
+            "a message keeps its row while another endpoint's delivery of it is pending")
+        XCTAssertEqual(try pendingOrder(store), ["msg_shared>billing", "msg_pending>ops"])
+        XCTAssertNotNil(try store.webhook(messageID: "msg_recent", endpoint: "ops"), "newer than the cutoff: kept")
+        XCTAssertEqual(try store.pruneWebhooks(createdBefore: date(50), limit: 100), 0)
+        XCTAssertEqual(ids(try store.listDeliveries(WebhookDeliveryQuery())), ["msg_recent>ops", "msg_pending>ops", "msg_shared>billing"])
+
+        // Once its last delivery is finished and old, the message goes too: enqueuing the same
+        // id again makes a new message, not the pruned one.
+        try store.apply([finished(shared, "billing", .delivered)])
+        XCTAssertEqual(try store.pruneWebhooks(createdBefore: date(50), limit: 100), 1)
+        var reborn = shared
+        reborn.data = .object(["again": .bool(true)])
+        try store.apply([.enqueueWebhook(reborn, endpoints: ["billing"])])
+        XCTAssertEqual(try store.webhook(messageID: "msg_shared", endpoint: "billing")?.message, reborn)
+    }
 }

@@ -44,6 +44,7 @@ protocol CallStoreContractCases {
     func test_eventSeqRoundTripsWithItsCall() throws
     func test_aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() throws
     func test_webhookTimesAndDataReadBackAsStored() throws
+    func test_pruningRemovesOldFinishedDeliveriesAndTheirMessagesOnly() throws
 }
 
 /// The contract against the SQLite store, each store on a new file in a temporary directory,
@@ -95,6 +96,7 @@ final class SQLiteCallStoreContractTests: XCTestCase, CallStoreContractCases {
     func test_eventSeqRoundTripsWithItsCall() throws { try contract.eventSeqRoundTripsWithItsCall() }
     func test_aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() throws { try contract.aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() }
     func test_webhookTimesAndDataReadBackAsStored() throws { try contract.webhookTimesAndDataReadBackAsStored() }
+    func test_pruningRemovesOldFinishedDeliveriesAndTheirMessagesOnly() throws { try contract.pruningRemovesOldFinishedDeliveriesAndTheirMessagesOnly() }
 }
 
 /// The contract against the SQLite store without its batch log (`store.fold_interval_ms` 0):
@@ -146,6 +148,7 @@ final class SQLiteDirectCallStoreContractTests: XCTestCase, CallStoreContractCas
     func test_eventSeqRoundTripsWithItsCall() throws { try contract.eventSeqRoundTripsWithItsCall() }
     func test_aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() throws { try contract.aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() }
     func test_webhookTimesAndDataReadBackAsStored() throws { try contract.webhookTimesAndDataReadBackAsStored() }
+    func test_pruningRemovesOldFinishedDeliveriesAndTheirMessagesOnly() throws { try contract.pruningRemovesOldFinishedDeliveriesAndTheirMessagesOnly() }
 }
 
 /// The contract against the in-memory twin the call hub and admin tests use.
@@ -194,4 +197,5 @@ final class InMemoryCallStoreContractTests: XCTestCase, CallStoreContractCases {
     func test_eventSeqRoundTripsWithItsCall() throws { try contract.eventSeqRoundTripsWithItsCall() }
     func test_aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() throws { try contract.aNULInAWebhookOrDeviceFieldRefusesTheWholeBatch() }
     func test_webhookTimesAndDataReadBackAsStored() throws { try contract.webhookTimesAndDataReadBackAsStored() }
+    func test_pruningRemovesOldFinishedDeliveriesAndTheirMessagesOnly() throws { try contract.pruningRemovesOldFinishedDeliveriesAndTheirMessagesOnly() }
 }
