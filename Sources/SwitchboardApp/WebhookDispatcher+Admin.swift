@@ -7,7 +7,7 @@ extension WebhookDispatcher {
         queue.sync {
             let now = wallClock()
             return settings.endpoints.map { endpoint in
-                let state = states[endpoint.name]
+                let state = scheduler.endpointState(endpoint.name)
                 let until = state?.previousUntil.flatMap { $0 > now ? $0 : nil }
                 return WebhookEndpointView(
                     name: endpoint.name, url: endpoint.url, events: WebhookEventType.allCases.filter(endpoint.events.contains),
@@ -40,7 +40,7 @@ extension WebhookDispatcher {
         guard let configured = settings.endpoint(named: endpoint) else { throw SwitchboardError(.notFound, "no webhook endpoint \(endpoint)") }
         let result: Result<(String, Date), SwitchboardError> = queue.sync {
             let now = wallClock()
-            var state = scheduler.endpointState(endpoint) ?? states[endpoint] ?? WebhookEndpointState(name: endpoint)
+            var state = scheduler.endpointState(endpoint) ?? WebhookEndpointState(name: endpoint)
             var generator = SystemRandomNumberGenerator()
             let secret = WebhookSignature.newSecret(using: &generator)
             let until = now.addingTimeInterval((grace ?? settings.rotationGrace).seconds)
@@ -52,7 +52,6 @@ extension WebhookDispatcher {
             } catch {
                 return .failure(error)
             }
-            states[endpoint] = state
             scheduler.updateEndpoint(state)
             return .success((secret, until))
         }
@@ -73,7 +72,6 @@ extension WebhookDispatcher {
                 _ = scheduler.disable(endpoint: endpoint, now: wallClock())
                 return .failure(error)
             }
-            for case .saveWebhookEndpoint(let state) in mutations { states[endpoint] = state }
             pump()
             return .success(())
         }

@@ -20,8 +20,6 @@ public final class WebhookDispatcher: @unchecked Sendable {
     let logger: Logger
     let metrics: WebhookMetrics
     var scheduler: WebhookScheduler
-    /// Each endpoint's state as committed (rotated secrets, disabled).
-    var states: [String: WebhookEndpointState] = [:]
     var timer: (any DispatchSourceTimer)?
     /// When the timer is set to fire (not set again for the same time).
     var timerWake: Date?
@@ -58,7 +56,6 @@ public final class WebhookDispatcher: @unchecked Sendable {
         let stored = try store.webhookEndpointStates()
         let pending = try store.pendingWebhooks()
         try queue.sync {
-            states = Dictionary(stored.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
             // Messages handed over before now (by the call hub's restart) are held already;
             // enqueueing them again from the store is a no-op.
             for state in stored { scheduler.updateEndpoint(state) }
@@ -178,7 +175,6 @@ public final class WebhookDispatcher: @unchecked Sendable {
             }
         }
         for case .saveWebhookEndpoint(let state) in mutations {
-            states[state.name] = state
             logger.warning("webhook endpoint answered 410 Gone; disabled until enabled on the admin API", metadata: ["endpoint": "\(state.name)"])
         }
         unsaved += mutations
@@ -215,7 +211,7 @@ public final class WebhookDispatcher: @unchecked Sendable {
     /// while a rotation's grace runs.
     func keys(for endpoint: String, now: Date) throws(SwitchboardError) -> [[UInt8]] {
         guard let configured = settings.endpoint(named: endpoint) else { throw SwitchboardError(.notFound, "no webhook endpoint \(endpoint)") }
-        let state = states[endpoint]
+        let state = scheduler.endpointState(endpoint)
         var keys = [try WebhookSignature.key(fromSecret: state?.secret ?? configured.secret)]
         if let previous = state?.previousSecret, let until = state?.previousUntil, now < until {
             keys.append(try WebhookSignature.key(fromSecret: previous))

@@ -46,9 +46,4 @@ extension CallGateway {
         devices[owner]?.removeAll { $0.key == key }
         if devices[owner]?.isEmpty == true { devices[owner] = nil }
     }
-
-    /// Whether `user` has a client connection, attached or waiting for a resume.
-    public func isReachable(_ user: UserID) -> Bool {
-        !(userClients[user]?.isEmpty ?? true)
-    }
 }

@@ -86,6 +86,6 @@ final class CallGatewayDeviceTests: XCTestCase {
         var output = CallGatewayOutput()
         h.gateway.restore(snapshot, now: h.now, into: &output)
         XCTAssertEqual(h.gateway.devices[CallFixture.user("bob")]?.map(\.token), ["t1", "t2"])
-        XCTAssertFalse(h.gateway.isReachable(CallFixture.user("bob")))
+        XCTAssertNil(h.gateway.clients.values.first { $0.user == CallFixture.user("bob") }, "bob has devices but no connection")
     }
 }
