@@ -228,7 +228,7 @@ let package = Package(
         .testTarget(
             name: "SwitchboardWebhooksTests",
             dependencies: [
-                "SwitchboardWebhooks", "SwitchboardCore", "SwitchboardTesting",
+                "SwitchboardWebhooks", "SwitchboardCore", "SwitchboardTesting", "SwitchboardApp", "CSwitchboardShims",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <malloc.h>
+#include <sched.h>
 #ifdef __linux__
 #include <sys/syscall.h>
 #endif
@@ -262,5 +263,23 @@ int sb_thread_set_nice(int nice) {
 #else
     (void)nice;
     return -ENOSYS;
+#endif
+}
+
+int sb_thread_set_idle_policy(int idle) {
+#ifdef __linux__
+    struct sched_param param = { .sched_priority = 0 };
+    return sched_setscheduler(0, idle ? SCHED_IDLE : SCHED_OTHER, &param) == 0 ? 0 : -errno;
+#else
+    (void)idle;
+    return -ENOSYS;
+#endif
+}
+
+int sb_thread_is_idle_policy(void) {
+#ifdef __linux__
+    return sched_getscheduler(0) == SCHED_IDLE;
+#else
+    return 0;
 #endif
 }

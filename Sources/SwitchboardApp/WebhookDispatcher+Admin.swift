@@ -4,7 +4,7 @@ import SwitchboardCore
 extension WebhookDispatcher {
     /// Every configured endpoint with its state and pending count.
     public func endpointViews() -> [WebhookEndpointView] {
-        queue.sync {
+        executor.sync {
             let now = wallClock()
             return settings.endpoints.map { endpoint in
                 let state = scheduler.endpointState(endpoint.name)
@@ -21,7 +21,7 @@ extension WebhookDispatcher {
     public func retry(messageID: String, endpoint: String) throws(SwitchboardError) -> WebhookDelivery {
         guard settings.endpoint(named: endpoint) != nil else { throw SwitchboardError(.notFound, "no webhook endpoint \(endpoint)") }
         let stored = try read { try store.webhook(messageID: messageID, endpoint: endpoint) }
-        let result: Result<WebhookDelivery, SwitchboardError> = queue.sync {
+        let result: Result<WebhookDelivery, SwitchboardError> = executor.sync {
             do throws(SwitchboardError) {
                 let mutations = try scheduler.retry(messageID: messageID, endpoint: endpoint, stored: stored, now: wallClock())
                 try applyOrThrow(mutations)
@@ -38,7 +38,7 @@ extension WebhookDispatcher {
     /// A new secret for `endpoint`; the one it replaces keeps signing for `grace`.
     public func rotateSecret(endpoint: String, grace: Duration?) throws(SwitchboardError) -> (secret: String, previousUntil: Date) {
         guard let configured = settings.endpoint(named: endpoint) else { throw SwitchboardError(.notFound, "no webhook endpoint \(endpoint)") }
-        let result: Result<(String, Date), SwitchboardError> = queue.sync {
+        let result: Result<(String, Date), SwitchboardError> = executor.sync {
             let now = wallClock()
             var state = scheduler.endpointState(endpoint) ?? WebhookEndpointState(name: endpoint)
             var generator = SystemRandomNumberGenerator()
@@ -62,7 +62,7 @@ extension WebhookDispatcher {
     /// Sends to an endpoint a 410 disabled again (`conflict` when it is not disabled).
     public func enable(endpoint: String) throws(SwitchboardError) {
         guard settings.endpoint(named: endpoint) != nil else { throw SwitchboardError(.notFound, "no webhook endpoint \(endpoint)") }
-        let result: Result<Void, SwitchboardError> = queue.sync {
+        let result: Result<Void, SwitchboardError> = executor.sync {
             let mutations = scheduler.enable(endpoint: endpoint)
             guard !mutations.isEmpty else { return .failure(SwitchboardError(.conflict, "the endpoint \(endpoint) is not disabled")) }
             do throws(SwitchboardError) {
@@ -82,11 +82,18 @@ extension WebhookDispatcher {
         try read { try store.listDeliveries(query) }
     }
 
+    /// Commits `mutations` after the outcomes queued before them (on `commits`).
     func applyOrThrow(_ mutations: [CallMutation]) throws(SwitchboardError) {
-        do {
-            try store.apply(mutations)
-        } catch {
-            logger.error("could not commit a webhook change", metadata: ["error": "\(error)"])
+        let failure: (any Error)? = commits.sync {
+            do {
+                try store.apply(mutations)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure {
+            logger.error("could not commit a webhook change", metadata: ["error": "\(failure)"])
             throw SwitchboardError(.unavailable, "the store did not take the change; try again")
         }
     }

@@ -15,14 +15,14 @@ extension WebhookDispatcher {
         timer.schedule(deadline: .now() + Self.pruneInterval, repeating: Self.pruneInterval, leeway: .seconds(5))
         timer.setEventHandler { [weak self] in
             guard let self else { return }
-            self.background { _ = self.pruneNow() }
+            ThreadPriority.run(niceness: self.settings.niceness) { _ = self.pruneNow() }
         }
         timer.resume()
-        queue.sync { pruneTimer = timer }
+        executor.sync { pruneTimer = timer }
     }
 
     func stopPruning() {
-        queue.sync {
+        executor.sync {
             pruneTimer?.cancel()
             pruneTimer = nil
         }

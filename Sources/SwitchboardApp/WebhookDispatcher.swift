@@ -6,13 +6,20 @@ import SwitchboardCore
 
 /// The webhook delivery worker (ADR 0011): takes the messages the call hub committed, sends
 /// them with a ``WebhookPoster`` in each call's order, retries with backoff, dead-letters, and
-/// commits every outcome through the same store. It runs on a queue of its own; HTTP waits
-/// run in tasks, never on the signaling or call queues.
+/// commits every outcome through the same store. It runs on its ``WebhookExecutor``: in the
+/// daemon the HTTP client's own event-loop thread (started and answered there, no hop between
+/// threads), never the signaling or call queues. Store writes go through `commits`, a serial
+/// queue at the daemon's own priority, so a delivery thread that yields the CPU never holds a
+/// lock the call hub waits for.
 ///
-/// Invariant behind `@unchecked Sendable`: every stored `var` is touched only on `queue`.
+/// Invariant behind `@unchecked Sendable`: every stored `var` is touched only on `executor`.
 public final class WebhookDispatcher: @unchecked Sendable {
-    public let queue = DispatchQueue(label: "switchboard.webhooks")
+    public let executor: any WebhookExecutor
+    /// Every store write of the worker, in order (outcomes, admin changes).
+    let commits = DispatchQueue(label: "switchboard.webhooks.commits")
     public let settings: WebhookSettings
+    /// The names of the configured endpoints.
+    let configured: Set<String>
     let store: any CallStore & WebhookStore
     let poster: any WebhookPoster
     let wallClock: @Sendable () -> Date
@@ -20,8 +27,8 @@ public final class WebhookDispatcher: @unchecked Sendable {
     let logger: Logger
     let metrics: WebhookMetrics
     var scheduler: WebhookScheduler
-    var timer: (any DispatchSourceTimer)?
-    /// When the timer is set to fire (not set again for the same time).
+    /// The next wake-up for a retry, and when it is set for (not set again for the same time).
+    var timer: (any WebhookScheduledWork)?
     var timerWake: Date?
     var running = false
     /// Outcomes decided and not committed yet: committed together once the burst of answers
@@ -34,11 +41,14 @@ public final class WebhookDispatcher: @unchecked Sendable {
     let idle = DispatchGroup()
 
     public init(
-        settings: WebhookSettings, store: any CallStore & WebhookStore, poster: any WebhookPoster, wallClock: @escaping @Sendable () -> Date,
+        settings: WebhookSettings, store: any CallStore & WebhookStore, poster: any WebhookPoster,
+        executor: any WebhookExecutor = DispatchWebhookExecutor(), wallClock: @escaping @Sendable () -> Date,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }, metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
         logger: Logger
     ) {
         self.settings = settings
+        self.configured = Set(settings.endpoints.map(\.name))
+        self.executor = executor
         self.store = store
         self.poster = poster
         self.wallClock = wallClock
@@ -55,36 +65,39 @@ public final class WebhookDispatcher: @unchecked Sendable {
     public func start() throws {
         let stored = try store.webhookEndpointStates()
         let pending = try store.pendingWebhooks()
-        try queue.sync {
+        let started: Result<Void, SwitchboardError> = executor.sync {
             // Messages handed over before now (by the call hub's restart) are held already;
             // enqueueing them again from the store is a no-op.
             for state in stored { scheduler.updateEndpoint(state) }
-            let known = Set(settings.endpoints.map(\.name))
+            let known = configured
             let orphaned = pending.filter { !known.contains($0.delivery.endpoint) }
             if !orphaned.isEmpty {
                 logger.warning(
                     "pending webhook deliveries to endpoints no longer configured stay unsent",
                     metadata: ["deliveries": "\(orphaned.count)", "endpoints": "\(Set(orphaned.map(\.delivery.endpoint)).sorted())"])
             }
-            for endpoint in settings.endpoints { _ = try keys(for: endpoint.name, now: wallClock()) }
+            do throws(SwitchboardError) {
+                for endpoint in settings.endpoints { _ = try keys(for: endpoint.name, now: wallClock()) }
+            } catch {
+                return .failure(error)
+            }
             scheduler.enqueue(pending.filter { known.contains($0.delivery.endpoint) })
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.setEventHandler { [weak self] in self?.background { self?.pump() } }
-            timer.resume()
-            self.timer = timer
             running = true
             pump()
+            return .success(())
         }
+        try started.get()
         startPruning()
         logger.info("webhook delivery started", metadata: ["endpoints": "\(settings.endpoints.count)", "pending": "\(pending.count)"])
     }
 
     /// Stops starting attempts; attempts in flight finish (their outcomes are still committed).
     public func stop() {
-        queue.sync {
+        executor.sync {
             running = false
             timer?.cancel()
             timer = nil
+            timerWake = nil
         }
         stopPruning()
     }
@@ -93,44 +106,45 @@ public final class WebhookDispatcher: @unchecked Sendable {
     /// `false` when an attempt still is in flight.
     public func waitForIdle(timeout: DispatchTime) -> Bool {
         let idle = self.idle.wait(timeout: timeout) == .success
-        queue.sync { flush(pumping: false) }
+        executor.sync { flush(pumping: false) }
+        commits.sync {}
         return idle
     }
 
     /// Committed messages from the call hub (or the SFU directory): durable, to be sent.
     public func committed(_ webhooks: [PendingWebhook]) {
-        let known = Set(settings.endpoints.map(\.name))
-        let sendable = webhooks.filter { known.contains($0.delivery.endpoint) }
+        let sendable = webhooks.filter { configured.contains($0.delivery.endpoint) }
         guard !sendable.isEmpty else { return }
-        queue.async { [self] in
-            background {
-                scheduler.enqueue(sendable)
-                pump()
-            }
+        executor.execute { [self] in
+            scheduler.enqueue(sendable)
+            pump()
         }
     }
 
     /// Starts every attempt that is due and sets the timer for the next one. Tests driving a
     /// manual clock call it after moving the clock.
     public func pumpNow() {
-        queue.sync { pump() }
+        executor.sync { pump() }
     }
 
     func pump() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        precondition(executor.isCurrent, "the webhook worker runs on its executor")
         guard running else { return }
         let now = wallClock()
         for attempt in scheduler.due(now: now) { send(attempt, now: now) }
         metrics.update(from: scheduler, now: now)
-        guard let timer else { return }
         let wake = scheduler.nextWake
         guard wake != timerWake || wake.map({ $0 <= now }) == true else { return }
+        timer?.cancel()
+        timer = nil
         timerWake = wake
-        if let wake {
-            let delay = max(0, wake.timeIntervalSince(now))
-            timer.schedule(deadline: .now() + .milliseconds(Int(min(delay, 86_400) * 1000) + 1), leeway: .milliseconds(5))
-        } else {
-            timer.schedule(deadline: .distantFuture)
+        guard let wake else { return }
+        let delay = max(0, wake.timeIntervalSince(now))
+        timer = executor.schedule(after: .milliseconds(Int(min(delay, 86_400) * 1000) + 1)) { [weak self] in
+            guard let self else { return }
+            self.timer = nil
+            self.timerWake = nil
+            self.pump()
         }
     }
 
@@ -141,7 +155,7 @@ public final class WebhookDispatcher: @unchecked Sendable {
             // fails (and is retried, then dead-lettered) rather than holding its lane forever.
             logger.error("a webhook endpoint has no usable secret", metadata: ["endpoint": "\(endpoint)"])
             idle.enter()
-            queue.async {
+            executor.execute {
                 self.finish(attempt, .failed("no usable signing secret"))
                 self.idle.leave()
             }
@@ -149,9 +163,15 @@ public final class WebhookDispatcher: @unchecked Sendable {
         }
         idle.enter()
         poster.post(attempt.message, to: configured.url, keys: keys, now: now, timeout: settings.timeout) { outcome in
-            self.queue.async {
-                self.background { self.finish(attempt, outcome) }
+            // On the event loop of the daemon's poster already: then no hop.
+            if self.executor.isCurrent {
+                self.finish(attempt, outcome)
                 self.idle.leave()
+            } else {
+                self.executor.execute {
+                    self.finish(attempt, outcome)
+                    self.idle.leave()
+                }
             }
         }
     }
@@ -181,30 +201,29 @@ public final class WebhookDispatcher: @unchecked Sendable {
         guard !flushScheduled else { return }
         flushScheduled = true
         // Behind the answers already queued: they are taken first, then one commit and one pump.
-        queue.async { self.background { self.flush(pumping: true) } }
+        executor.execute { self.flush(pumping: true) }
     }
 
     /// Commits the outcomes decided so far, then starts what is due. A failed commit loses only
     /// the record of attempts: those deliveries are sent again after a restart, with the same
     /// `webhook-id` (at least once).
     func flush(pumping: Bool) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        precondition(executor.isCurrent, "the webhook worker runs on its executor")
         flushScheduled = false
         if !unsaved.isEmpty {
             let mutations = unsaved
             unsaved = []
-            do {
-                try store.apply(mutations)
-            } catch {
-                logger.error("could not record webhook delivery outcomes", metadata: ["error": "\(error)", "mutations": "\(mutations.count)"])
+            idle.enter()
+            commits.async { [self] in
+                do {
+                    try store.apply(mutations)
+                } catch {
+                    logger.error("could not record webhook delivery outcomes", metadata: ["error": "\(error)", "mutations": "\(mutations.count)"])
+                }
+                idle.leave()
             }
         }
         if pumping { pump() }
-    }
-
-    /// Runs delivery work at ``WebhookSettings/niceness`` (ADR 0011).
-    func background(_ body: () -> Void) {
-        ThreadPriority.run(niceness: settings.niceness, body)
     }
 
     /// The keys that sign for `endpoint` at `now`: its current secret, then the previous one

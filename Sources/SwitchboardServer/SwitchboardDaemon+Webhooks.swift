@@ -10,9 +10,14 @@ extension SwitchboardDaemon {
     /// admin API lists deliveries and devices even with no endpoint configured); it sends
     /// nothing until an endpoint is.
     func makeWebhooks(store: SQLiteStore, factory: any MetricsFactory) -> (dispatcher: WebhookDispatcher, sender: WebhookSender) {
-        let sender = WebhookSender(connectionsPerHost: configuration.webhooks.maxInFlight, niceness: configuration.webhooks.niceness, logger: logger)
+        let settings = configuration.webhooks
+        let sender = WebhookSender(
+            connectionsPerHost: settings.maxInFlight, niceness: settings.niceness, schedIdle: settings.schedIdle, logger: logger)
+        if !settings.endpoints.isEmpty {
+            logger.info("webhook delivery thread priority", metadata: ["priority": "\(sender.priority)"])
+        }
         let dispatcher = WebhookDispatcher(
-            settings: configuration.webhooks, store: store, poster: sender, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) },
+            settings: settings, store: store, poster: sender, executor: sender.executor, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) },
             metricsFactory: factory, logger: logger)
         return (dispatcher, sender)
     }

@@ -65,7 +65,8 @@ extension WebhookSettings {
             endpoints: endpoints, timeout: try values.milliseconds("webhooks.timeout_ms"),
             retryHorizon: try values.milliseconds("webhooks.retry_horizon_ms"), maxBackoff: try values.milliseconds("webhooks.max_backoff_ms"),
             maxInFlight: try values.int("webhooks.max_in_flight"), rotationGrace: try values.milliseconds("webhooks.rotation_grace_ms"),
-            niceness: Int32(try values.int("webhooks.niceness")), retention: try values.milliseconds("webhooks.retention_ms"))
+            niceness: Int32(try values.int("webhooks.niceness")),
+            schedIdle: try values.bool("webhooks.sched_idle"), retention: try values.milliseconds("webhooks.retention_ms"))
     }
 
     /// `NAME=VALUE` with a valid endpoint name.

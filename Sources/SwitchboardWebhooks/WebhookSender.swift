@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import CSwitchboardShims
+import Dispatch
 import Foundation
 import Logging
 import NIOCore
@@ -23,17 +24,25 @@ public struct WebhookSender: Sendable {
     public static let userAgent = "Switchboard-Webhooks/1"
 
     let client: HTTPClient
-    /// The client's event loop: one thread of its own, at the delivery work's nice value.
+    /// The client's event loop: one thread of its own, at the delivery work's priority.
     let group: MultiThreadedEventLoopGroup
+    let loop: any EventLoop
     let logger: Logger
+    /// The client's event loop as the delivery worker's executor: the worker starts attempts
+    /// and takes their answers on the thread that does the I/O.
+    public let executor: EventLoopWebhookExecutor
+    /// How the event-loop thread yields the CPU: `sched_idle`, `nice N`, or `normal`.
+    public let priority: String
 
     /// A sender with a client of its own; call ``shutdown()`` when done. `connectTimeout` bounds
     /// connection establishment (TCP and TLS) within each attempt's own timeout;
     /// `connectionsPerHost` should be the worker's attempts in flight per endpoint
     /// (`webhooks.max_in_flight`), so no attempt waits for a connection. The client's one
-    /// event-loop thread runs at nice `niceness` (`webhooks.niceness`; 0 leaves it as it is).
+    /// event-loop thread runs under SCHED_IDLE when `schedIdle` (`webhooks.sched_idle`: it gets
+    /// a CPU only when nothing else wants it), else at nice `niceness` (`webhooks.niceness`; 0
+    /// leaves it as it is); a thread may always lower its own priority, so no privilege is needed.
     public init(
-        connectTimeout: Duration = .seconds(5), connectionsPerHost: Int = 16, niceness: Int32 = 0,
+        connectTimeout: Duration = .seconds(5), connectionsPerHost: Int = 16, niceness: Int32 = 0, schedIdle: Bool = false,
         logger: Logger = Logger(label: "switchboard.webhooks")
     ) {
         var configuration = HTTPClient.Configuration(
@@ -41,10 +50,15 @@ public struct WebhookSender: Sendable {
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connectionsPerHost))
         configuration.connectionPool.retryConnectionEstablishment = false
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        if niceness > 0 {
-            // Raising a thread's nice value needs no privilege; this thread is the group's own.
-            _ = try? group.next().submit { sb_thread_set_nice(max(niceness, sb_thread_nice())) }.wait()
-        }
+        loop = group.next()
+        executor = EventLoopWebhookExecutor(loop: loop)
+        // This thread is the group's own: its priority is never put back.
+        priority =
+            (try? loop.submit { () -> String in
+                if schedIdle && sb_thread_set_idle_policy(1) == 0 { return "sched_idle" }
+                if niceness > 0 && sb_thread_set_nice(max(niceness, sb_thread_nice())) == 0 { return "nice \(sb_thread_nice())" }
+                return "normal"
+            }.wait()) ?? "normal"
         self.client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration)
         self.logger = logger
     }
@@ -80,7 +94,8 @@ public struct WebhookSender: Sendable {
             return completion(.failed(Self.describe(error, timeout: timeout)))
         }
         let delegate = StatusDelegate(timeout: timeout, completion: completion)
-        let task = client.execute(request: request, delegate: delegate, deadline: .now() + TimeAmount(timeout), logger: logger)
+        let task = client.execute(
+            request: request, delegate: delegate, eventLoop: .delegateAndChannel(on: loop), deadline: .now() + TimeAmount(timeout), logger: logger)
         task.futureResult.whenFailure { error in delegate.fail(error) }
     }
 
@@ -143,5 +158,40 @@ final class StatusDelegate: HTTPClientResponseDelegate, Sendable {
 
     func didFinishRequest(task: HTTPClient.Task<Void>) throws {
         report(.failed("the connection ended without an answer"))
+    }
+}
+
+/// A ``WebhookExecutor`` on one NIO event loop (``WebhookSender/executor``).
+///
+/// Work submitted from another thread reaches the loop through a dispatch queue: submitting to
+/// the loop takes the loop's task lock, which its thread holds while it takes its tasks, and
+/// that thread may run under SCHED_IDLE; a call thread must never wait for it (a priority
+/// inversion), so only the queue's thread ever does.
+public struct EventLoopWebhookExecutor: WebhookExecutor {
+    let loop: any EventLoop
+    let handoff: DispatchQueue
+
+    init(loop: any EventLoop) {
+        self.loop = loop
+        self.handoff = DispatchQueue(label: "switchboard.webhooks.handoff")
+    }
+
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        if loop.inEventLoop {
+            loop.execute(work)
+        } else {
+            handoff.async { [loop] in loop.execute(work) }
+        }
+    }
+
+    public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any WebhookScheduledWork {
+        Scheduled(task: loop.scheduleTask(in: TimeAmount(delay), work))
+    }
+
+    public var isCurrent: Bool { loop.inEventLoop }
+
+    private struct Scheduled: WebhookScheduledWork {
+        let task: NIOCore.Scheduled<Void>
+        func cancel() { task.cancel() }
     }
 }
