@@ -163,15 +163,12 @@ public final class WebhookDispatcher: @unchecked Sendable {
         }
         idle.enter()
         poster.post(attempt.message, to: configured.url, keys: keys, now: now, timeout: settings.timeout) { outcome in
-            // On the event loop of the daemon's poster already: then no hop.
-            if self.executor.isCurrent {
+            // Always later, even on the poster's own event loop (where it costs no wake-up): the
+            // HTTP client calls this at the answer's head, before it has put the connection back
+            // in its pool; an attempt started from here would open a new connection.
+            self.executor.execute {
                 self.finish(attempt, outcome)
                 self.idle.leave()
-            } else {
-                self.executor.execute {
-                    self.finish(attempt, outcome)
-                    self.idle.leave()
-                }
             }
         }
     }

@@ -34,12 +34,3 @@ extension SwitchboardDaemon {
         Blocking.wait { await sender.shutdown() }
     }
 }
-
-extension WebhookSender: WebhookPoster {
-    public func post(
-        _ message: WebhookMessage, to url: String, keys: [[UInt8]], now: Date, timeout: Duration,
-        completion: @escaping @Sendable (WebhookScheduler.Outcome) -> Void
-    ) {
-        send(message, to: url, secrets: keys, now: now, timeout: timeout, completion: completion)
-    }
-}

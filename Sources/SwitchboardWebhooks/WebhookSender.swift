@@ -94,8 +94,11 @@ public struct WebhookSender: Sendable {
             return completion(.failed(Self.describe(error, timeout: timeout)))
         }
         let delegate = StatusDelegate(timeout: timeout, completion: completion)
+        // The delegate on the worker's loop; the connection from the pool, whichever is idle (all
+        // are on that one loop). Requiring the channel's loop as well made the pool open a
+        // connection for nearly every attempt.
         let task = client.execute(
-            request: request, delegate: delegate, eventLoop: .delegateAndChannel(on: loop), deadline: .now() + TimeAmount(timeout), logger: logger)
+            request: request, delegate: delegate, eventLoop: .delegate(on: loop), deadline: .now() + TimeAmount(timeout), logger: logger)
         task.futureResult.whenFailure { error in delegate.fail(error) }
     }
 
@@ -115,6 +118,15 @@ public struct WebhookSender: Sendable {
         }
         if error is CancellationError { return "cancelled" }
         return "connection failed: \(error)"
+    }
+}
+
+extension WebhookSender: WebhookPoster {
+    public func post(
+        _ message: WebhookMessage, to url: String, keys: [[UInt8]], now: Date, timeout: Duration,
+        completion: @escaping @Sendable (WebhookScheduler.Outcome) -> Void
+    ) {
+        send(message, to: url, secrets: keys, now: now, timeout: timeout, completion: completion)
     }
 }
 

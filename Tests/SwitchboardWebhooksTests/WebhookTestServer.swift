@@ -29,6 +29,7 @@ final class WebhookTestServer: Sendable {
     /// The requests received, in order.
     private final class Log: Sendable {
         let requests = Mutex<[Request]>([])
+        let connections = Mutex(0)
     }
 
     private let channel: any Channel
@@ -37,6 +38,8 @@ final class WebhookTestServer: Sendable {
     let port: Int
 
     var requests: [Request] { log.requests.withLock { $0 } }
+    /// Connections accepted so far.
+    var connections: Int { log.connections.withLock { $0 } }
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
@@ -46,7 +49,8 @@ final class WebhookTestServer: Sendable {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                log.connections.withLock { $0 += 1 }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(
                         Handler(answer: answer, record: { request in log.requests.withLock { $0.append(request) } }))
