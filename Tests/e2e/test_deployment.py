@@ -89,6 +89,44 @@ def test_the_systemd_unit_verifies(tmp_path: Path) -> None:
     assert result.returncode == 0 and not problems, result.stdout + result.stderr
 
 
+def _syscalls(name: str, seen: set[str] | None = None) -> set[str]:
+    """A system call, or every call of a systemd group (`@name`, nested groups expanded), as
+    `systemd-analyze syscall-filter` lists them."""
+    if not name.startswith("@"):
+        return {name}
+    seen = set() if seen is None else seen
+    if name in seen:
+        return set()
+    seen.add(name)
+    listing = subprocess.run(["systemd-analyze", "syscall-filter", name], capture_output=True, text=True, timeout=60, check=True).stdout
+    calls: set[str] = set()
+    for line in listing.splitlines()[1:]:
+        entry = line.strip()
+        if entry and not entry.startswith("#"):
+            calls |= _syscalls(entry, seen)
+    return calls
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_the_systemd_units_syscall_filter_allows_the_calls_the_daemon_makes() -> None:
+    """The unit's SystemCallFilter lines, applied in order as systemd does (the first an allow
+    list, `~` removing, later lines adding back), allow the scheduling calls of webhook delivery;
+    any other refused call fails with EPERM rather than killing the daemon with SIGSYS."""
+    unit = (ROOT / "config" / "switchboard.service").read_text()
+    allowed: set[str] = set()
+    for line in unit.splitlines():
+        if not line.startswith("SystemCallFilter="):
+            continue
+        value = line.split("=", 1)[1].strip()
+        deny = value.startswith("~")
+        names = set().union(*(_syscalls(name) for name in value.lstrip("~").split()))
+        allowed = allowed - names if deny else allowed | names
+    assert "read" in allowed and "reboot" not in allowed, "the filter is an allow list of @system-service"
+    needed = {"setpriority", "getpriority", "sched_setscheduler", "sched_getscheduler", "gettid"}
+    assert needed <= allowed, f"refused by the unit: {sorted(needed - allowed)}"
+    assert "SystemCallErrorNumber=EPERM" in unit.splitlines()
+
+
 def test_the_dockerfile_copies_every_directory_the_manifest_declares_targets_in() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     build_stage = dockerfile.split("\nFROM ")[1]  # from the first FROM to the next
