@@ -85,14 +85,39 @@ extension CallHub {
     /// SFU failover moved these calls: their participants get `call.sfu_changed`. Call from
     /// any queue but the call hub's own (it waits for the commit).
     public func sfusReassigned(_ moves: [Reassignment], lookup: (CallCID) -> SFUAssignment?) {
-        let resolved = moves.compactMap { move -> (CallCID, SFUAssignment)? in
+        announce(moves.compactMap { move -> (CallCID, SFUAssignment)? in
             guard move.to != nil, let cid = CallCID(cid: move.callID), let sfu = lookup(cid) else { return nil }
             return (cid, sfu)
+        })
+    }
+
+    /// Announces the failover moves that no `call.sfu_changed` followed
+    /// (``PlacementRecord/isAnnounced(lastChange:)``: the daemon stopped between the failover's
+    /// commit and the call hub's batch), so every committed move reaches the participants and
+    /// its `sfu.call_moved` webhook is written (ADR 0011). Call at start, from any queue but the
+    /// hub's; returns the calls announced.
+    @discardableResult
+    public func announceFailovers(_ placements: [PlacementRecord], lookup: (CallCID) -> SFUAssignment?) -> [CallCID] {
+        var unannounced: [(CallCID, SFUAssignment)] = []
+        for placement in placements.sorted(by: { $0.callID < $1.callID }) where placement.reason == PlacementRecord.failoverReason {
+            guard let cid = CallCID(cid: placement.callID), let sfu = lookup(cid), sfu.id == placement.sfu.rawValue else { continue }
+            do {
+                if placement.isAnnounced(lastChange: try store.lastEvent(of: cid, type: "call.sfu_changed")) { continue }
+            } catch {
+                logger.error("could not read a moved call's events; its move is not announced", metadata: ["call.cid": "\(cid)", "error": "\(error)"])
+                continue
+            }
+            unannounced.append((cid, sfu))
         }
-        guard !resolved.isEmpty else { return }
+        announce(unannounced)
+        return unannounced.map(\.0)
+    }
+
+    private func announce(_ moves: [(CallCID, SFUAssignment)]) {
+        guard !moves.isEmpty else { return }
         queue.sync {
             batch { gateway, output, now in
-                for (cid, sfu) in resolved { gateway.sfuChanged(cid, to: sfu, now: now, into: &output) }
+                for (cid, sfu) in moves { gateway.sfuChanged(cid, to: sfu, now: now, into: &output) }
             }
         }
     }

@@ -16,6 +16,11 @@ extension SFUDirectory: PlacementSource {
     public func placer() -> any CallPlacer { table() }
 
     /// The call's SFU as its participants see it (with its room on kinds that have rooms).
+    /// Every call's placement, in call id order.
+    public func allPlacements() -> [PlacementRecord] {
+        queue.sync { placements.values.sorted { $0.callID < $1.callID } }
+    }
+
     public func current(_ cid: CallCID) -> SFUAssignment? {
         queue.sync { placements[cid.cid].flatMap { nodes[$0.sfu] }.map { SFUAssignment($0, cid: cid.cid, keys: roomKeys) } }
     }

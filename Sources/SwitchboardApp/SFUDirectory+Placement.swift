@@ -107,7 +107,7 @@ extension SFUDirectory {
             candidates[chosen]?.pending += max(1, placement.locations.count)
             moves.append(PlacementRecord(
                 callID: placement.callID, sfu: chosen, locations: placement.locations, sources: resolved.map(\.source),
-                assignedAt: wallClock(), reason: "failover",
+                assignedAt: wallClock(), reason: PlacementRecord.failoverReason,
                 room: candidates[chosen].flatMap { SFUAssignment($0, cid: placement.callID, keys: roomKeys).room?.id }))
         }
         let webhooks = sfuDownWebhook(dead, moved: moves.count)

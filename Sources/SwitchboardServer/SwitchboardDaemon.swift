@@ -177,6 +177,10 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 rooms?.kick()
             }
         }
+        // Moves a stop interrupted before the call hub logged them (ADR 0011).
+        if let announced = calls?.announceFailovers(directory.allPlacements(), lookup: directory.current), !announced.isEmpty {
+            logger.notice("announced SFU moves that a stop interrupted", metadata: ["calls": "\(announced.map(\.cid))"])
+        }
         let poller = SFUPoller(
             targets: directory.pollTargets, report: directory.polled, janus: janus, interval: configuration.placement.pollInterval,
             wallClock: clocks.wall, logger: logger)

@@ -75,6 +75,22 @@ extension SQLiteStore: CallStore {
         }
     }
 
+    public func lastEvent(of cid: CallCID, type: String) throws -> CallEventRecord? {
+        try foldIfPending(cid)
+        return try Self.storeErrors {
+            try pool.read { db in
+                try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT * FROM call_event WHERE call_no = (SELECT no FROM call_key WHERE cid = ?) AND type = ?
+                        ORDER BY seq DESC LIMIT 1
+                        """,
+                    arguments: [cid.cid, type]
+                ).flatMap(Self.eventRecord)
+            }
+        }
+    }
+
     /// Runs a store operation, reporting SQLite failures as `unavailable` and keeping
     /// ``SwitchboardError``s as they are.
     static func storeErrors<T>(_ body: () throws -> T) throws -> T {

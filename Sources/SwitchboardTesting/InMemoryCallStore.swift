@@ -114,6 +114,10 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
         }
     }
 
+    public func lastEvent(of cid: CallCID, type: String) throws -> CallEventRecord? {
+        lock.withLock { events[cid]?.last { $0.type == type } }
+    }
+
     public func listCalls(_ query: CallQuery) throws -> CallPage {
         let after = try query.cursor.map(Self.decodeCursor)
         let limit = query.limit.clamped(to: CallQuery.limits)

@@ -197,8 +197,8 @@ class Daemon:
     def connections(self) -> list[dict[str, Any]]:
         return self.admin_ok("GET", "/v1/connections")["connections"]
 
-    def client(self, user: str) -> CallClient:
-        return CallClient(self.port, user)
+    def client(self, user: str, resume: str | None = None) -> CallClient:
+        return CallClient(self.port, user, resume)
 
 
 def base_env(**overrides: Any) -> dict[str, str]:
@@ -267,9 +267,10 @@ def daemons(tmp_path: Path) -> Iterator[Daemons]:
 
 
 class CallClient:
-    """One authenticated ``/v1/connect`` socket of ``user``."""
+    """One authenticated ``/v1/connect`` socket of ``user`` (resuming the connection of
+    ``resume``, a ``resume_token``, when given)."""
 
-    def __init__(self, port: int, user: str) -> None:
+    def __init__(self, port: int, user: str, resume: str | None = None) -> None:
         self.user = user
         self.ws = connect(f"ws://127.0.0.1:{port}/v1/connect", open_timeout=WAIT_S, proxy=None, max_size=None, legacy=True)
         self._cond = threading.Condition()
@@ -278,7 +279,10 @@ class CallClient:
         self.unexpected: list[dict[str, Any]] = []
         self.closed = False
         self._next = 0
-        self.ws.send(json.dumps({"type": "auth", "id": "auth", "token": user_token(user)}))
+        auth = {"type": "auth", "id": "auth", "token": user_token(user)}
+        if resume is not None:
+            auth["resume_token"] = resume
+        self.ws.send(json.dumps(auth))
         ok = json.loads(self.ws.recv(WAIT_S))
         assert ok.get("type") == "connection.ok", f"{user}: {ok}"
         self.hello = ok["data"]

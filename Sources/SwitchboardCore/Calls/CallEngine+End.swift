@@ -89,7 +89,10 @@ extension CallEngine {
     public mutating func sfuChanged(_ cid: CallCID, to sfu: SFUAssignment, now: Date, out: inout CallOutput) {
         guard let call = calls[cid], call.record.isLive else { return }
         calls[cid]!.sfu = sfu
-        log("call.sfu_changed", call, .object(["sfu": sfu.json, "previous_sfu_id": .optional(call.sfu?.id)]), now: now, out: &out)
+        // The same SFU as before: a move announced after a restart, whose previous SFU is not
+        // known any more (the restart took the call's SFU from the moved placement).
+        let previous = call.sfu.flatMap { $0.id == sfu.id ? nil : $0.id }
+        log("call.sfu_changed", call, .object(["sfu": sfu.json, "previous_sfu_id": .optional(previous)]), now: now, out: &out)
         guard sfu.room != nil else {
             out.notices.append(
                 CallNotice(type: "call.sfu_changed", cid: cid, data: .object(["call_cid": .string(cid.cid), "sfu": sfu.json]), connections: call.participantConnections))

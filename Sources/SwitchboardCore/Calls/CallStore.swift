@@ -96,6 +96,9 @@ public protocol CallStore: Sendable {
     func listCalls(_ query: CallQuery) throws -> CallPage
     /// A call with its members, sessions and its last `eventLimit` events.
     func callDetail(_ cid: CallCID, eventLimit: Int) throws -> CallDetail?
+    /// The call's event of this type appended last, `nil` when it has none (or the call is
+    /// unknown).
+    func lastEvent(of cid: CallCID, type: String) throws -> CallEventRecord?
 }
 
 extension Comparable {

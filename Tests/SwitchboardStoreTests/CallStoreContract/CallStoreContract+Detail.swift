@@ -59,4 +59,25 @@ extension CallStoreContract {
         ])
         XCTAssertEqual(try store.callDetail(cid("c1"), eventLimit: 0)?.sessions.map(\.sessionID.rawValue), ["s-B", "s-a", "s-b", "s-0"])
     }
+
+    /// `lastEvent(of:type:)`: the one of that type appended last, whatever came after it, across
+    /// batches; none for another type or an unknown call.
+    func lastEventIsTheNewestOfItsType() throws {
+        let store = try makeStore()
+        var moved = event("c1", 5)
+        moved.type = "call.sfu_changed"
+        moved.payload = .object(["sfu": .object(["id": .string("sfu-a")])])
+        var movedAgain = event("c1", 7)
+        movedAgain.type = "call.sfu_changed"
+        movedAgain.payload = .object(["sfu": .object(["id": .string("sfu-b")])])
+        var elsewhere = event("c2", 9)
+        elsewhere.type = "call.sfu_changed"
+        try store.apply([.saveCall(call("c1")), .saveCall(call("c2")), .appendEvent(event("c1", 1)), .appendEvent(moved)])
+        try store.apply([.appendEvent(movedAgain), .appendEvent(event("c1", 8)), .appendEvent(elsewhere)])
+        XCTAssertEqual(try store.lastEvent(of: cid("c1"), type: "call.sfu_changed"), movedAgain)
+        XCTAssertEqual(try store.lastEvent(of: cid("c1"), type: "call.test"), event("c1", 8))
+        XCTAssertEqual(try store.lastEvent(of: cid("c2"), type: "call.sfu_changed"), elsewhere)
+        XCTAssertNil(try store.lastEvent(of: cid("c1"), type: "call.ended"))
+        XCTAssertNil(try store.lastEvent(of: cid("nobody"), type: "call.test"))
+    }
 }

@@ -31,6 +31,7 @@ protocol CallStoreContractCases {
     func test_callDetailHoldsOrderedMembersEverySessionAndTheLastEvents() throws
     func test_eventsKeepTheirAppendOrder() throws
     func test_callDetailSessionTiesAreBrokenBySessionID() throws
+    func test_lastEventIsTheNewestOfItsType() throws
     func test_timesAreKeptToTheNearestMillisecond() throws
     func test_historyComparesCreationTimesToTheMillisecond() throws
     func test_customDataAndPayloadsReadBackAsTheirJSONText() throws
@@ -84,6 +85,7 @@ final class SQLiteCallStoreContractTests: XCTestCase, CallStoreContractCases {
     }
     func test_eventsKeepTheirAppendOrder() throws { try contract.eventsKeepTheirAppendOrder() }
     func test_callDetailSessionTiesAreBrokenBySessionID() throws { try contract.callDetailSessionTiesAreBrokenBySessionID() }
+    func test_lastEventIsTheNewestOfItsType() throws { try contract.lastEventIsTheNewestOfItsType() }
     func test_timesAreKeptToTheNearestMillisecond() throws { try contract.timesAreKeptToTheNearestMillisecond() }
     func test_historyComparesCreationTimesToTheMillisecond() throws { try contract.historyComparesCreationTimesToTheMillisecond() }
     func test_customDataAndPayloadsReadBackAsTheirJSONText() throws { try contract.customDataAndPayloadsReadBackAsTheirJSONText() }
@@ -136,6 +138,7 @@ final class SQLiteDirectCallStoreContractTests: XCTestCase, CallStoreContractCas
     }
     func test_eventsKeepTheirAppendOrder() throws { try contract.eventsKeepTheirAppendOrder() }
     func test_callDetailSessionTiesAreBrokenBySessionID() throws { try contract.callDetailSessionTiesAreBrokenBySessionID() }
+    func test_lastEventIsTheNewestOfItsType() throws { try contract.lastEventIsTheNewestOfItsType() }
     func test_timesAreKeptToTheNearestMillisecond() throws { try contract.timesAreKeptToTheNearestMillisecond() }
     func test_historyComparesCreationTimesToTheMillisecond() throws { try contract.historyComparesCreationTimesToTheMillisecond() }
     func test_customDataAndPayloadsReadBackAsTheirJSONText() throws { try contract.customDataAndPayloadsReadBackAsTheirJSONText() }
@@ -185,6 +188,7 @@ final class InMemoryCallStoreContractTests: XCTestCase, CallStoreContractCases {
     }
     func test_eventsKeepTheirAppendOrder() throws { try contract.eventsKeepTheirAppendOrder() }
     func test_callDetailSessionTiesAreBrokenBySessionID() throws { try contract.callDetailSessionTiesAreBrokenBySessionID() }
+    func test_lastEventIsTheNewestOfItsType() throws { try contract.lastEventIsTheNewestOfItsType() }
     func test_timesAreKeptToTheNearestMillisecond() throws { try contract.timesAreKeptToTheNearestMillisecond() }
     func test_historyComparesCreationTimesToTheMillisecond() throws { try contract.historyComparesCreationTimesToTheMillisecond() }
     func test_customDataAndPayloadsReadBackAsTheirJSONText() throws { try contract.customDataAndPayloadsReadBackAsTheirJSONText() }
