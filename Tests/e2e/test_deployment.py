@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -78,7 +77,6 @@ def test_migrate_refuses_a_state_directory_a_running_daemon_holds(switchboard, t
     assert "is in use by another switchboard" in result.stderr and f"pid {switchboard.process.pid}" in result.stderr, result.stderr
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 def test_the_systemd_unit_verifies(tmp_path: Path) -> None:
     unit = (ROOT / "config" / "switchboard.service").read_text()
     unit = unit.replace("/usr/local/bin/switchboard", str(_release_binary()))
@@ -107,7 +105,6 @@ def _syscalls(name: str, seen: set[str] | None = None) -> set[str]:
     return calls
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 def test_the_systemd_units_syscall_filter_allows_the_calls_the_daemon_makes() -> None:
     """The unit's SystemCallFilter lines, applied in order as systemd does (the first an allow
     list, `~` removing, later lines adding back), allow the scheduling calls of webhook delivery;

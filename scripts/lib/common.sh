@@ -9,7 +9,7 @@ BUILD_PACKAGES=(pkg-config libwebsockets-dev libwebsockets-evlib-ev libev-dev li
 # Extra packages the tests and benchmarks need.
 # chromium + chromium-driver: the browser library and demo app in a real browser (selenium);
 # nodejs: the browser library's unit tests (node --test); iproute2: ss -K for the browser resume test.
-TEST_PACKAGES=(openssl python3 python3-venv python3-pip curl procps janus chromium chromium-driver nodejs iproute2)
+TEST_PACKAGES=(openssl python3 python3-venv python3-pip curl procps janus chromium chromium-driver nodejs iproute2 systemd)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
