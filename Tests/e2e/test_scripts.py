@@ -36,3 +36,27 @@ def test_scripts_run_prints_the_port_the_daemon_will_use(args: tuple[str, ...], 
 
 def test_without_a_config_file_the_default_port_is_printed() -> None:
     assert serve_port(config="/nonexistent/switchboard.json") == "9000"
+
+
+def run_bounded(budget: int, command: str) -> subprocess.CompletedProcess:
+    """scripts/test's step runner on ``command`` (a bash command line) with ``budget`` seconds."""
+    return subprocess.run(
+        ["bash", "-c", f"source scripts/lib/common.sh && source scripts/lib/bounded.sh && run_bounded {budget} step {command}"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_a_step_that_ends_within_its_budget_keeps_its_output_and_status() -> None:
+    result = run_bounded(30, "bash -c 'echo out; echo err >&2; exit 3'")
+    assert (result.returncode, result.stdout, result.stderr) == (3, "out\n", "err\n")
+
+
+def test_a_step_that_hangs_is_ended_at_its_budget_with_its_stacks_and_leaves_nothing_behind() -> None:
+    # The step: a shell whose child sleeps far past the budget and says which process it is.
+    result = run_bounded(1, "bash -c 'sleep 300 & echo child=$!; wait'")
+    assert result.returncode == 124, result
+    child = int(result.stdout.split("child=")[1].split()[0])
+    assert "step: still running after 1s" in result.stderr, result.stderr
+    assert f"---- process {child}: sleep 300" in result.stderr, result.stderr
+    assert "step: FAILED: did not end within 1s" in result.stderr, result.stderr
+    assert not Path(f"/proc/{child}").exists(), "the step's own child was ended too"

@@ -8,8 +8,9 @@ export ROOT
 BUILD_PACKAGES=(pkg-config libwebsockets-dev libwebsockets-evlib-ev libev-dev libssl-dev libsqlite3-dev libcap-dev)
 # Extra packages the tests and benchmarks need.
 # chromium + chromium-driver: the browser library and demo app in a real browser (selenium);
-# nodejs: the browser library's unit tests (node --test); iproute2: ss -K for the browser resume test.
-TEST_PACKAGES=(openssl python3 python3-venv python3-pip curl procps janus chromium chromium-driver nodejs iproute2 systemd)
+# nodejs: the browser library's unit tests (node --test); iproute2: ss -K for the browser resume test;
+# gdb: the stacks scripts/test prints of a step that hangs (scripts/lib/bounded.sh).
+TEST_PACKAGES=(openssl python3 python3-venv python3-pip curl procps janus chromium chromium-driver nodejs iproute2 systemd gdb)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
