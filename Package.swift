@@ -107,7 +107,6 @@ let package = Package(
         .target(
             name: "SwitchboardWebhooks",
             dependencies: [
-                "CSwitchboardShims",
                 "SwitchboardCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -228,7 +227,7 @@ let package = Package(
         .testTarget(
             name: "SwitchboardWebhooksTests",
             dependencies: [
-                "SwitchboardWebhooks", "SwitchboardCore", "SwitchboardTesting", "SwitchboardApp", "CSwitchboardShims",
+                "SwitchboardWebhooks", "SwitchboardCore", "SwitchboardTesting", "SwitchboardApp",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -265,21 +265,3 @@ int sb_thread_set_nice(int nice) {
     return -ENOSYS;
 #endif
 }
-
-int sb_thread_set_idle_policy(int idle) {
-#ifdef __linux__
-    struct sched_param param = { .sched_priority = 0 };
-    return sched_setscheduler(0, idle ? SCHED_IDLE : SCHED_OTHER, &param) == 0 ? 0 : -errno;
-#else
-    (void)idle;
-    return -ENOSYS;
-#endif
-}
-
-int sb_thread_is_idle_policy(void) {
-#ifdef __linux__
-    return sched_getscheduler(0) == SCHED_IDLE;
-#else
-    return 0;
-#endif
-}

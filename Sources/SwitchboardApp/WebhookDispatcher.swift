@@ -9,8 +9,7 @@ import SwitchboardCore
 /// commits every outcome through the same store. It runs on its ``WebhookExecutor``: in the
 /// daemon the HTTP client's own event-loop thread (started and answered there, no hop between
 /// threads), never the signaling or call queues. Store writes go through `commits`, a serial
-/// queue at the daemon's own priority, so a delivery thread that yields the CPU never holds a
-/// lock the call hub waits for.
+/// queue of their own, so the I/O thread never waits for the batch log.
 ///
 /// Invariant behind `@unchecked Sendable`: every stored `var` is touched only on `executor`.
 public final class WebhookDispatcher: @unchecked Sendable {

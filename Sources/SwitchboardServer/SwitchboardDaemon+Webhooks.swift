@@ -11,11 +11,7 @@ extension SwitchboardDaemon {
     /// nothing until an endpoint is.
     func makeWebhooks(store: SQLiteStore, factory: any MetricsFactory) -> (dispatcher: WebhookDispatcher, sender: WebhookSender) {
         let settings = configuration.webhooks
-        let sender = WebhookSender(
-            connectionsPerHost: settings.maxInFlight, niceness: settings.niceness, schedIdle: settings.schedIdle, logger: logger)
-        if !settings.endpoints.isEmpty {
-            logger.info("webhook delivery thread priority", metadata: ["priority": "\(sender.priority)"])
-        }
+        let sender = WebhookSender(connectionsPerHost: settings.maxInFlight, logger: logger)
         let dispatcher = WebhookDispatcher(
             settings: settings, store: store, poster: sender, executor: sender.executor, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) },
             metricsFactory: factory, logger: logger)

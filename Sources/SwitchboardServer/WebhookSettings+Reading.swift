@@ -66,7 +66,7 @@ extension WebhookSettings {
             retryHorizon: try values.milliseconds("webhooks.retry_horizon_ms"), maxBackoff: try values.milliseconds("webhooks.max_backoff_ms"),
             maxInFlight: try values.int("webhooks.max_in_flight"), rotationGrace: try values.milliseconds("webhooks.rotation_grace_ms"),
             niceness: Int32(try values.int("webhooks.niceness")),
-            schedIdle: try values.bool("webhooks.sched_idle"), retention: try values.milliseconds("webhooks.retention_ms"))
+            retention: try values.milliseconds("webhooks.retention_ms"))
     }
 
     /// `NAME=VALUE` with a valid endpoint name.

@@ -1,5 +1,4 @@
 import AsyncHTTPClient
-import CSwitchboardShims
 import Dispatch
 import Foundation
 import Logging
@@ -24,25 +23,25 @@ public struct WebhookSender: Sendable {
     public static let userAgent = "Switchboard-Webhooks/1"
 
     let client: HTTPClient
-    /// The client's event loop: one thread of its own, at the delivery work's priority.
+    /// The client's event loop: one thread of its own, at the daemon's priority.
     let group: MultiThreadedEventLoopGroup
     let loop: any EventLoop
     let logger: Logger
     /// The client's event loop as the delivery worker's executor: the worker starts attempts
     /// and takes their answers on the thread that does the I/O.
     public let executor: EventLoopWebhookExecutor
-    /// How the event-loop thread yields the CPU: `sched_idle`, `nice N`, or `normal`.
-    public let priority: String
 
     /// A sender with a client of its own; call ``shutdown()`` when done. `connectTimeout` bounds
     /// connection establishment (TCP and TLS) within each attempt's own timeout;
     /// `connectionsPerHost` should be the worker's attempts in flight per endpoint
-    /// (`webhooks.max_in_flight`), so no attempt waits for a connection. The client's one
-    /// event-loop thread runs under SCHED_IDLE when `schedIdle` (`webhooks.sched_idle`: it gets
-    /// a CPU only when nothing else wants it), else at nice `niceness` (`webhooks.niceness`; 0
-    /// leaves it as it is); a thread may always lower its own priority, so no privilege is needed.
+    /// (`webhooks.max_in_flight`), so no attempt waits for a connection.
+    ///
+    /// The client's one event-loop thread keeps the priority of the thread that makes the
+    /// sender. It must: a Linux thread passes its scheduling policy and nice value on to every
+    /// thread it starts, and this one starts pool threads (the dispatch queues that commit
+    /// outcomes, NIO's name resolution), which then run the call hub's work too (ADR 0011).
     public init(
-        connectTimeout: Duration = .seconds(5), connectionsPerHost: Int = 16, niceness: Int32 = 0, schedIdle: Bool = false,
+        connectTimeout: Duration = .seconds(5), connectionsPerHost: Int = 16,
         logger: Logger = Logger(label: "switchboard.webhooks")
     ) {
         var configuration = HTTPClient.Configuration(
@@ -52,13 +51,6 @@ public struct WebhookSender: Sendable {
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         loop = group.next()
         executor = EventLoopWebhookExecutor(loop: loop)
-        // This thread is the group's own: its priority is never put back.
-        priority =
-            (try? loop.submit { () -> String in
-                if schedIdle && sb_thread_set_idle_policy(1) == 0 { return "sched_idle" }
-                if niceness > 0 && sb_thread_set_nice(max(niceness, sb_thread_nice())) == 0 { return "nice \(sb_thread_nice())" }
-                return "normal"
-            }.wait()) ?? "normal"
         self.client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration)
         self.logger = logger
     }
@@ -174,26 +166,15 @@ final class StatusDelegate: HTTPClientResponseDelegate, Sendable {
 }
 
 /// A ``WebhookExecutor`` on one NIO event loop (``WebhookSender/executor``).
-///
-/// Work submitted from another thread reaches the loop through a dispatch queue: submitting to
-/// the loop takes the loop's task lock, which its thread holds while it takes its tasks, and
-/// that thread may run under SCHED_IDLE; a call thread must never wait for it (a priority
-/// inversion), so only the queue's thread ever does.
 public struct EventLoopWebhookExecutor: WebhookExecutor {
     let loop: any EventLoop
-    let handoff: DispatchQueue
 
     init(loop: any EventLoop) {
         self.loop = loop
-        self.handoff = DispatchQueue(label: "switchboard.webhooks.handoff")
     }
 
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        if loop.inEventLoop {
-            loop.execute(work)
-        } else {
-            handoff.async { [loop] in loop.execute(work) }
-        }
+        loop.execute(work)
     }
 
     public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any WebhookScheduledWork {

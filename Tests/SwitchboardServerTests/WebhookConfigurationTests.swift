@@ -30,7 +30,6 @@ final class WebhookConfigurationTests: XCTestCase {
         XCTAssertEqual(configuration.calls.devicesPerUser, 10)
         XCTAssertEqual(configuration.webhooks.retention, .seconds(604_800))
         XCTAssertEqual(configuration.webhooks.niceness, 10)
-        XCTAssertTrue(configuration.webhooks.schedIdle)
     }
 
     func test_endpointsWithSecretsAndFiltersAreRead() throws {
@@ -39,11 +38,9 @@ final class WebhookConfigurationTests: XCTestCase {
             "webhooks.secrets": .stringArray(["billing=\(secret)", "ops=\(secret)"]),
             "webhooks.events": .stringArray(["billing=call.ended, call.participant_left"]),
             "webhooks.timeout_ms": .int(2500), "webhooks.retention_ms": .int(0), "webhooks.niceness": .int(0),
-            "webhooks.sched_idle": .bool(false),
         ])
         XCTAssertEqual(configuration.webhooks.retention, .zero)
         XCTAssertEqual(configuration.webhooks.niceness, 0)
-        XCTAssertFalse(configuration.webhooks.schedIdle)
         XCTAssertEqual(configuration.webhooks.endpoints.map(\.name), ["billing", "ops"])
         XCTAssertEqual(configuration.webhooks.endpoints[0].events, [.callEnded, .participantLeft])
         XCTAssertEqual(configuration.webhooks.endpoints[1].events, Set(WebhookEventType.allCases))

@@ -66,6 +66,21 @@ def check_message(attempt: Attempt, cid: str, since_ms: int, until_ms: int, crea
     assert type(call["created_at"]) is int and type(call["session"]) is int, body
 
 
+def thread_priorities(pid: int) -> dict[int, tuple[str, int, int]]:
+    """Each thread of ``pid``: its name, nice value and scheduling policy (``/proc/PID/task/TID/stat``
+    fields 19 and 41; policy 0 is SCHED_OTHER, 5 SCHED_IDLE)."""
+    threads: dict[int, tuple[str, int, int]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except FileNotFoundError:
+            continue  # the thread ended meanwhile
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()  # fields[0] is field 3 (state)
+        threads[int(task.name)] = (name, int(fields[16]), int(fields[38]))
+    return threads
+
+
 def config(receiver: WebhookReceiver, secrets: dict[str, str], **extra: Any) -> dict[str, Any]:
     """``webhooks.*`` for endpoints named after ``secrets``' keys, each on the receiver."""
     return {
@@ -159,6 +174,15 @@ def test_meeting_and_ringing_call_events_arrive_signed_and_in_order(daemons, rec
     assert daemon.deliveries(status="pending") == [] and daemon.deliveries(status="dead") == []
     assert len(daemon.deliveries(endpoint="rings")) == 2
     assert [r["seq"] for r in sorted(daemon.deliveries(cid="ringing:r1", endpoint="main"), key=lambda r: r["seq"])] == [1, 2, 3, 4]
+
+    # Delivery ran at the daemon's own priority, and left no thread slowed down: a thread that
+    # lowers its priority passes it on to every thread it starts, pool threads that later run
+    # the call hub's work among them (ADR 0011). (libdispatch itself may give its threads of a
+    # higher QoS a lower nice value, where it may.)
+    threads = thread_priorities(daemon.process.pid)
+    main_nice = threads[daemon.process.pid][1]
+    slowed = {tid: t for tid, t in threads.items() if t[1] > main_nice or t[2] != 0}
+    assert slowed == {}, f"threads not at the daemon's priority (name, nice, policy): {slowed}"
     alice.close()
     bob.close()
 

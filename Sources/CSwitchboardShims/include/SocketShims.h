@@ -31,11 +31,5 @@ const char *sb_strerror(int err);
 int sb_thread_nice(void);
 /* Sets the calling thread's nice value; 0, or a negative errno. Raising it needs no privilege. */
 int sb_thread_set_nice(int nice);
-/* Puts the calling thread under the SCHED_IDLE policy (idle != 0: it runs only when a CPU has
-   nothing else to run; no privilege needed) or back under SCHED_OTHER (which an unprivileged
-   thread may be refused). 0, or a negative errno; -ENOSYS off Linux. */
-int sb_thread_set_idle_policy(int idle);
-/* 1 when the calling thread runs under SCHED_IDLE. */
-int sb_thread_is_idle_policy(void);
 
 #endif

@@ -4,8 +4,7 @@
 /// hosts without that client use `SwitchboardApp.DispatchWebhookExecutor`.
 public protocol WebhookExecutor: Sendable {
     /// Runs `work` later, after everything submitted before it. Never makes the caller wait for
-    /// the executor's thread: that thread may run at the lowest priority, and the call hub hands
-    /// work over from a call thread.
+    /// the work: the call hub hands messages over from a call thread.
     func execute(_ work: @escaping @Sendable () -> Void)
 
     /// Runs `work` after `delay` (wall time), unless the handle is cancelled first.

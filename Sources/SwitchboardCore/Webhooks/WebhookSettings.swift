@@ -34,20 +34,16 @@ public struct WebhookSettings: Sendable, Equatable {
     /// Delivered and dead deliveries older than this are deleted, with their messages; zero
     /// keeps them for good.
     public var retention: Duration
-    /// The nice value delivery work runs at (0: the daemon's own priority), so it takes the CPU
-    /// only when signaling and calls leave some; not used under ``schedIdle``.
+    /// The nice value the clean-up of old deliveries runs at (0: the daemon's own priority),
+    /// where it can be put back afterwards (root, or RLIMIT_NICE).
     public var niceness: Int32
-    /// Delivery work runs under Linux's SCHED_IDLE policy: a CPU runs it only when nothing else
-    /// wants that CPU, and any signaling or call thread that wakes takes the CPU from it at once.
-    public var schedIdle: Bool
 
     public init(
         endpoints: [WebhookEndpoint] = [], timeout: Duration = .seconds(10), retryHorizon: Duration = .seconds(86_400),
         maxBackoff: Duration = .seconds(600), maxInFlight: Int = 16, rotationGrace: Duration = .seconds(86_400), niceness: Int32 = 10,
-        schedIdle: Bool = true, retention: Duration = .seconds(604_800)
+        retention: Duration = .seconds(604_800)
     ) {
         self.retention = retention
-        self.schedIdle = schedIdle
         self.niceness = niceness
         self.endpoints = endpoints
         self.timeout = timeout
