@@ -53,4 +53,34 @@ public final class Call {
     func apply(_ snapshot: CallSnapshot) { model.apply(snapshot) }
     func applyJoin(_ result: JoinResult) { model.applyJoin(result) }
     func applyLeft(_ sessions: [String]) { model.applyLeft(sessions) }
+
+    // Answers as they are read (``SwitchboardClient/request(_:data:applying:)``), in order with
+    // the events around them. An answer that does not decode changes nothing; the caller
+    // decodes it again and reports the error.
+
+    /// Applies an answer that is a call snapshot.
+    nonisolated var applySnapshot: @Sendable (JSONValue) async -> Void {
+        { [weak self] data in
+            guard let snapshot = try? Wire.decode(CallSnapshot.self, from: data) else { return }
+            await self?.apply(snapshot)
+        }
+    }
+
+    /// Applies the answer to `call.join`.
+    nonisolated var applyJoinAnswer: @Sendable (JSONValue) async -> Void {
+        { [weak self] data in
+            guard let result = try? Wire.decode(JoinResult.self, from: data) else { return }
+            await self?.applyJoin(result)
+        }
+    }
+
+    /// Applies the answer to `call.leave`: the sessions that left.
+    nonisolated var applyLeaveAnswer: @Sendable (JSONValue) async -> Void {
+        { [weak self] data in await self?.applyLeft(Self.leftSessions(data)) }
+    }
+
+    nonisolated static func leftSessions(_ data: JSONValue) -> [String] {
+        guard case .array(let items)? = data["left"] else { return [] }
+        return items.compactMap(\.stringValue)
+    }
 }

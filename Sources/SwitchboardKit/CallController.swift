@@ -1,6 +1,7 @@
 /// One call's operations (after the product documents' `CallController`): join, accept,
 /// reject, leave, end, invite, media updates, custom events and `signal.send`. Each answer is
-/// applied to the observable ``Call`` before the method returns.
+/// applied to the observable ``Call`` before the method returns, as it is read: after the events
+/// the server sent before it and before those it sent after it.
 public struct CallController: Sendable {
     public let client: SwitchboardClient
     public let callID: CallID
@@ -10,14 +11,18 @@ public struct CallController: Sendable {
 
     private var address: [String: JSONValue] { ["type": .string(callID.type), "id": .string(callID.id)] }
 
-    private func send(_ type: String, _ extra: [String: JSONValue] = [:]) async throws(SwitchboardClientError) -> JSONValue {
-        try await client.request(type, data: address.merging(extra) { _, new in new })
+    private func send(
+        _ type: String, _ extra: [String: JSONValue] = [:], applying: (@Sendable (JSONValue) async -> Void)? = nil
+    ) async throws(SwitchboardClientError) -> JSONValue {
+        try await client.request(type, data: address.merging(extra) { _, new in new }, applying: applying)
     }
 
-    private func applySnapshot(_ data: JSONValue) async throws(SwitchboardClientError) -> Call {
-        let snapshot = try Wire.decode(CallSnapshot.self, from: data)
+    /// Sends `type`, whose answer is a call snapshot, applied to the call as it is read (before
+    /// the events the server sent after it).
+    private func requestSnapshot(_ type: String, _ extra: [String: JSONValue] = [:]) async throws(SwitchboardClientError) -> Call {
         let call = await call()
-        await MainActor.run { call.apply(snapshot) }
+        let data = try await send(type, extra, applying: call.applySnapshot)
+        _ = try Wire.decode(CallSnapshot.self, from: data)
         return call
     }
 
@@ -27,13 +32,13 @@ public struct CallController: Sendable {
     public func getOrCreate(members: [String] = [], ring: Bool = false, custom: [String: JSONValue]? = nil) async throws(SwitchboardClientError) -> Call {
         var extra: [String: JSONValue] = ["members": .array(members.map { .string($0) }), "ring": .bool(ring)]
         if let custom { extra["custom"] = .object(custom) }
-        return try await applySnapshot(try await send("call.get_or_create", extra))
+        return try await requestSnapshot("call.get_or_create", extra)
     }
 
     /// `call.get`: the call's state now.
     @discardableResult
     public func get() async throws(SwitchboardClientError) -> Call {
-        try await applySnapshot(try await send("call.get"))
+        try await requestSnapshot("call.get")
     }
 
     /// `call.join`: a new participant session (creating the call with `members` and `ring` when
@@ -53,9 +58,8 @@ public struct CallController: Sendable {
         var attempt = 0
         while true {
             do throws(SwitchboardClientError) {
-                let result = try Wire.decode(JoinResult.self, from: try await send("call.join", extra))
                 let call = await call()
-                await MainActor.run { call.applyJoin(result) }
+                _ = try Wire.decode(JoinResult.self, from: try await send("call.join", extra, applying: call.applyJoinAnswer))
                 return call
             } catch where error.isRetryable && error.code != .timeout && ContinuousClock.now < deadline {
                 try? await Task.sleep(for: client.config.backoff.delay(attempt: attempt, unit: 0.5))
@@ -66,32 +70,27 @@ public struct CallController: Sendable {
 
     /// `call.accept`: accepts this user's ring (join next, or join instead, which accepts).
     @discardableResult
-    public func accept() async throws(SwitchboardClientError) -> Call { try await applySnapshot(try await send("call.accept")) }
+    public func accept() async throws(SwitchboardClientError) -> Call { try await requestSnapshot("call.accept") }
 
     /// `call.reject`: `decline` (default), `busy`, `cancel` (the initiator cancels the ring) or `timeout`.
     @discardableResult
     public func reject(reason: String = "decline") async throws(SwitchboardClientError) -> Call {
-        let call = try await applySnapshot(try await send("call.reject", ["reason": .string(reason)]))
+        let call = try await requestSnapshot("call.reject", ["reason": .string(reason)])
         await client.disconnectIfIdle()
         return call
     }
 
     /// `call.leave`: every session this connection holds in the call (or just `sessionID`).
     public func leave(sessionID: String? = nil) async throws(SwitchboardClientError) {
-        let data = try await send("call.leave", sessionID.map { ["session_id": .string($0)] } ?? [:])
-        let left = (data["left"].flatMap { value -> [String]? in
-            guard case .array(let items) = value else { return nil }
-            return items.compactMap(\.stringValue)
-        }) ?? []
         let call = await call()
-        await MainActor.run { call.applyLeft(left) }
+        _ = try await send("call.leave", sessionID.map { ["session_id": .string($0)] } ?? [:], applying: call.applyLeaveAnswer)
         await client.disconnectIfIdle()
     }
 
     /// `call.end`: ends the call for everyone (the initiator or an admin token).
     @discardableResult
     public func end() async throws(SwitchboardClientError) -> Call {
-        let call = try await applySnapshot(try await send("call.end"))
+        let call = try await requestSnapshot("call.end")
         await client.disconnectIfIdle()
         return call
     }
@@ -99,7 +98,7 @@ public struct CallController: Sendable {
     /// `call.invite`: adds members without ringing them.
     @discardableResult
     public func invite(_ members: [String]) async throws(SwitchboardClientError) -> Call {
-        try await applySnapshot(try await send("call.invite", ["members": .array(members.map { .string($0) })]))
+        try await requestSnapshot("call.invite", ["members": .array(members.map { .string($0) })])
     }
 
     /// `call.update_participant`: what this session publishes (only the fields set change).

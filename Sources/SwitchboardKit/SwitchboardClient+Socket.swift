@@ -137,7 +137,7 @@ extension SwitchboardClient {
             resolveConnectWaiters(.success(()))
             if refetch { Task { await self.refetchCalls() } }
         case .response(let id?, let data):
-            resolve(id, .success(data))
+            await answered(id, data)
         case .error(let id?, let error):
             resolve(id, .failure(error))
         case .error(nil, let error):
@@ -181,10 +181,7 @@ extension SwitchboardClient {
     /// After events may have been lost: `call.get` for every call this client follows.
     func refetchCalls() async {
         for (id, call) in calls {
-            guard let data = try? await request("call.get", data: ["type": .string(id.type), "id": .string(id.id)]),
-                let snapshot = try? Wire.decode(CallSnapshot.self, from: data)
-            else { continue }
-            await MainActor.run { call.apply(snapshot) }
+            _ = try? await request("call.get", data: ["type": .string(id.type), "id": .string(id.id)], applying: call.applySnapshot)
         }
     }
 

@@ -19,6 +19,8 @@ public actor SwitchboardClient {
     public internal(set) var connection: ConnectionInfo?
     var sequencer = EventSequencer()
     var pending: [Int: CheckedContinuation<Result<JSONValue, SwitchboardClientError>, Never>] = [:]
+    /// What pending requests do with their answer as it is read (``request(_:data:applying:)``).
+    var appliers: [Int: @Sendable (JSONValue) async -> Void] = [:]
     var nextRequestID = 1
     var outbound: AsyncStream<Outbound>.Continuation?
     var connectWaiters: [Int: CheckedContinuation<Result<Void, SwitchboardClientError>, Never>] = [:]
@@ -138,6 +140,15 @@ public actor SwitchboardClient {
     /// Sends one request and waits for its answer (`config.requestTimeout`), connecting first
     /// when the socket is not open.
     public func request(_ type: String, data: [String: JSONValue] = [:]) async throws(SwitchboardClientError) -> JSONValue {
+        try await request(type, data: data, applying: nil)
+    }
+
+    /// ``request(_:data:)`` whose answer is handed to `applying` as it is read, before any frame
+    /// after it: a call snapshot in an answer is applied before the events the server sent after
+    /// it, never over them (as it would be by the caller, once it resumed).
+    func request(
+        _ type: String, data: [String: JSONValue], applying: (@Sendable (JSONValue) async -> Void)?
+    ) async throws(SwitchboardClientError) -> JSONValue {
         if case .connected = connectionState {} else { try await connect() }
         guard let outbound else { throw SwitchboardClientError(.disconnected, "no socket") }
         let id = nextRequestID
@@ -145,6 +156,7 @@ public actor SwitchboardClient {
         let timeout = config.requestTimeout
         let result = await withCheckedContinuation { continuation in
             pending[id] = continuation
+            appliers[id] = applying
             outbound.yield(.text(Wire.request(type: type, id: id, data: data)))
             Task {
                 try? await Task.sleep(for: timeout)
@@ -155,12 +167,20 @@ public actor SwitchboardClient {
     }
 
     func resolve(_ id: Int, _ result: Result<JSONValue, SwitchboardClientError>) {
+        appliers[id] = nil
         pending.removeValue(forKey: id)?.resume(returning: result)
+    }
+
+    /// An answer read from the socket: applied where its request asked, then handed back.
+    func answered(_ id: Int, _ data: JSONValue) async {
+        if let apply = appliers.removeValue(forKey: id), pending[id] != nil { await apply(data) }
+        resolve(id, .success(data))
     }
 
     func failPending(_ error: SwitchboardClientError) {
         let waiting = pending
         pending = [:]
+        appliers = [:]
         for continuation in waiting.values { continuation.resume(returning: .failure(error)) }
     }
 
