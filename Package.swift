@@ -107,6 +107,7 @@ let package = Package(
         .target(
             name: "SwitchboardWebhooks",
             dependencies: [
+                "CSwitchboardShims",
                 "SwitchboardCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -227,7 +228,7 @@ let package = Package(
         .testTarget(
             name: "SwitchboardWebhooksTests",
             dependencies: [
-                "SwitchboardWebhooks", "SwitchboardCore", "SwitchboardTesting", "SwitchboardApp",
+                "SwitchboardWebhooks", "SwitchboardCore", "SwitchboardTesting", "SwitchboardApp", "CSwitchboardShims",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -16,6 +16,8 @@
 #include <netinet/tcp.h>
 #include <malloc.h>
 #include <sched.h>
+#include <dirent.h>
+#include <stdlib.h>
 #ifdef __linux__
 #include <sys/syscall.h>
 #endif
@@ -263,5 +265,41 @@ int sb_thread_set_nice(int nice) {
 #else
     (void)nice;
     return -ENOSYS;
+#endif
+}
+
+int sb_socketpair(int fds[2]) {
+    return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0 ? 0 : -errno;
+}
+
+int sb_process_set_idle_policy(void) {
+#ifdef __linux__
+    struct sched_param param = { .sched_priority = 0 };
+    int changed = 0;
+    DIR *tasks = opendir("/proc/self/task");
+    if (tasks == NULL) return -errno;
+    struct dirent *entry;
+    while ((entry = readdir(tasks)) != NULL) {
+        if (entry->d_name[0] == '.') continue;
+        pid_t tid = (pid_t)atoi(entry->d_name);
+        if (sched_setscheduler(tid, SCHED_IDLE, &param) != 0) {
+            int err = errno;
+            closedir(tasks);
+            return -err;
+        }
+        changed++;
+    }
+    closedir(tasks);
+    return changed;
+#else
+    return -ENOSYS;
+#endif
+}
+
+int sb_thread_is_idle_policy(void) {
+#ifdef __linux__
+    return sched_getscheduler(0) == SCHED_IDLE;
+#else
+    return 0;
 #endif
 }

@@ -116,6 +116,7 @@ extension ConfigKeySpec {
         .init("webhooks.max_backoff_ms", .int(1000...86_400_000), .int(600_000), "Longest wait between two attempts of one message."),
         .init("webhooks.max_in_flight", .int(1...1024), .int(16), "Attempts in flight at once per endpoint, each on a different call (one call's events go one at a time, in order)."),
         .init("webhooks.retention_ms", .int(0...31_536_000_000), .int(604_800_000), "Delivered and dead deliveries older than this are deleted with their messages (checked every minute, oldest first); pending ones never are. 0 keeps them for good."),
+        .init("webhooks.worker_process", .bool, .bool(true), "Make delivery attempts in a worker process the daemon starts (switchboard webhook-worker) whose threads all run under Linux's SCHED_IDLE policy, so HTTP work takes only CPU calls leave idle; false makes them on a thread of the daemon, at its priority."),
         .init("webhooks.niceness", .int(0...19), .int(10), "Nice value of the clean-up of old deliveries (every minute), where the thread's value can be put back afterwards (as root or with RLIMIT_NICE); 0 runs it at the daemon's priority. Delivery itself runs at the daemon's priority."),
         .init("webhooks.rotation_grace_ms", .int(0...2_592_000_000), .int(86_400_000), "After POST /v1/webhooks/endpoints/{name}/rotate_secret, how long the previous secret keeps signing too (unless the request names its own grace)."),
     ]

@@ -64,11 +64,14 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     public private(set) var calls: CallHub?
     /// The webhook delivery worker (after ``start()``; `nil` when the call protocol is off).
     public private(set) var webhooks: WebhookDispatcher?
-    private var webhookSender: WebhookSender?
+    private var webhookClient: WebhookDeliveryClient?
+    /// The executable the webhook worker process runs (`webhooks.worker_process`): the daemon's
+    /// own. Tests that run the daemon in their own process point it at the built `switchboard`.
+    public var webhookWorkerExecutable = URL(fileURLWithPath: "/proc/self/exe")
 
-    /// The worker and its HTTP client, for ``stopWebhooks()``.
-    func lockedWebhooks() -> (WebhookDispatcher, WebhookSender)? {
-        lock.withLock { webhooks.flatMap { dispatcher in webhookSender.map { (dispatcher, $0) } } }
+    /// The worker and what makes its attempts, for ``stopWebhooks()``.
+    func lockedWebhooks() -> (WebhookDispatcher, WebhookDeliveryClient)? {
+        lock.withLock { webhooks.flatMap { dispatcher in webhookClient.map { (dispatcher, $0) } } }
     }
     /// The clocks and id generator every component is built with.
     public let clocks: DaemonClocks
@@ -202,7 +205,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 self.rooms = rooms
                 self.calls = calls
                 self.webhooks = webhooks?.dispatcher
-                self.webhookSender = webhooks?.sender
+                self.webhookClient = webhooks?.client
                 try transport.start(sink: hub)
             }
         } catch {
@@ -212,7 +215,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             rooms?.stop()
             httpClient.shutdown()
             webhooks?.dispatcher.stop()
-            if let sender = webhooks?.sender { Blocking.wait { await sender.shutdown() } }
+            webhooks?.client.shutdown()
             directory.stop()
             throw error
         }
@@ -299,7 +302,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     /// Builds the call hub on a queue of its own (a commit never holds up PeerJS relaying),
     /// rebuilds call state from the store and attaches it to `connect.path`.
     private func startCalls(
-        store: SQLiteStore, directory: SFUDirectory, tokens: JWTTokenService?, webhooks: (dispatcher: WebhookDispatcher, sender: WebhookSender)?,
+        store: SQLiteStore, directory: SFUDirectory, tokens: JWTTokenService?, webhooks: (dispatcher: WebhookDispatcher, client: WebhookDeliveryClient)?,
         factory: any MetricsFactory
     ) throws -> CallHub? {
         guard let path = configuration.connectPath else { return nil }

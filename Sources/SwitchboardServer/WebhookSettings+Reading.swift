@@ -65,7 +65,7 @@ extension WebhookSettings {
             endpoints: endpoints, timeout: try values.milliseconds("webhooks.timeout_ms"),
             retryHorizon: try values.milliseconds("webhooks.retry_horizon_ms"), maxBackoff: try values.milliseconds("webhooks.max_backoff_ms"),
             maxInFlight: try values.int("webhooks.max_in_flight"), rotationGrace: try values.milliseconds("webhooks.rotation_grace_ms"),
-            niceness: Int32(try values.int("webhooks.niceness")),
+            niceness: Int32(try values.int("webhooks.niceness")), workerProcess: try values.bool("webhooks.worker_process"),
             retention: try values.milliseconds("webhooks.retention_ms"))
     }
 

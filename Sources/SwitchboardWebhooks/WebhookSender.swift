@@ -71,12 +71,20 @@ public struct WebhookSender: Sendable {
         _ message: WebhookMessage, to url: String, secrets: [[UInt8]], now: Date, timeout: Duration,
         completion: @escaping @Sendable (WebhookScheduler.Outcome) -> Void
     ) {
+        send(id: message.id, body: message.body, to: url, secrets: secrets, now: now, timeout: timeout, completion: completion)
+    }
+
+    /// ``send(_:to:secrets:now:timeout:completion:)`` of a message already encoded: its
+    /// `webhook-id` and body bytes (the delivery worker process gets them so).
+    public func send(
+        id: String, body: [UInt8], to url: String, secrets: [[UInt8]], now: Date, timeout: Duration,
+        completion: @escaping @Sendable (WebhookScheduler.Outcome) -> Void
+    ) {
         guard !secrets.isEmpty else { return completion(.failed("no signing secret")) }
-        let body = message.body
         var headers = HTTPHeaders()
         headers.add(name: "content-type", value: "application/json")
         headers.add(name: "user-agent", value: Self.userAgent)
-        for header in WebhookSignature.headers(id: message.id, body: body, keys: secrets, now: now) {
+        for header in WebhookSignature.headers(id: id, body: body, keys: secrets, now: now) {
             headers.add(name: header.name, value: header.value)
         }
         let request: HTTPClient.Request

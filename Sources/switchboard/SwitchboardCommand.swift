@@ -8,7 +8,7 @@ struct SwitchboardCommand: AsyncParsableCommand {
         commandName: "switchboard",
         abstract: "A self-hosted WebRTC signaling server, wire-compatible with the PeerJS server.",
         version: SwitchboardVersion.current,
-        subcommands: [Serve.self, CheckConfig.self, Migrate.self, Token.self, WebhookSecret.self, Version.self],
+        subcommands: [Serve.self, CheckConfig.self, Migrate.self, Token.self, WebhookSecret.self, WebhookWorker.self, Version.self],
         defaultSubcommand: Serve.self
     )
 }

@@ -8,7 +8,7 @@ import XCTest
 /// answer (or its absence) is reported.
 final class WebhookSenderTests: XCTestCase {
     private var sender: WebhookSender!
-    private var servers: [WebhookTestServer] = []
+    private let servers = WebhookTestServers()
     private let current = Array((0..<32).map { UInt8($0 * 3 % 256) })
     private let previous = Array(repeating: UInt8(0x5A), count: 24)
     private let now = Date(timeIntervalSince1970: 1_700_000_000.75)
@@ -23,14 +23,11 @@ final class WebhookSenderTests: XCTestCase {
 
     override func tearDown() async throws {
         await sender.shutdown()
-        for server in servers { try await server.stop() }
-        servers = []
+        try await servers.stopAll()
     }
 
     private func server(_ answer: @escaping @Sendable (WebhookTestServer.Request) -> WebhookTestServer.Answer) async throws -> WebhookTestServer {
-        let server = try await WebhookTestServer.start(answer: answer)
-        servers.append(server)
-        return server
+        try await servers.start(answer)
     }
 
     private func send(to url: String, secrets: [[UInt8]]? = nil, timeout: Duration = .seconds(5)) async -> WebhookScheduler.Outcome {

@@ -128,3 +128,20 @@ final class WebhookTestServer: Sendable {
         }
     }
 }
+
+/// The servers one test started, stopped together in its `tearDown`.
+final class WebhookTestServers {
+    private var started: [WebhookTestServer] = []
+
+    /// A server answering each request with `answer(request)`.
+    func start(_ answer: @escaping @Sendable (WebhookTestServer.Request) -> WebhookTestServer.Answer) async throws -> WebhookTestServer {
+        let server = try await WebhookTestServer.start(answer: answer)
+        started.append(server)
+        return server
+    }
+
+    func stopAll() async throws {
+        for server in started { try await server.stop() }
+        started = []
+    }
+}

@@ -107,7 +107,7 @@ def _syscalls(name: str, seen: set[str] | None = None) -> set[str]:
 
 def test_the_systemd_units_syscall_filter_allows_the_calls_the_daemon_makes() -> None:
     """The unit's SystemCallFilter lines, applied in order as systemd does (the first an allow
-    list, `~` removing, later lines adding back), allow the nice-value calls of the webhook clean-up;
+    list, `~` removing, later lines adding back), allow the scheduling calls of the webhook worker and clean-up;
     any other refused call fails with EPERM rather than killing the daemon with SIGSYS."""
     unit = (ROOT / "config" / "switchboard.service").read_text()
     allowed: set[str] = set()
@@ -119,7 +119,7 @@ def test_the_systemd_units_syscall_filter_allows_the_calls_the_daemon_makes() ->
         names = set().union(*(_syscalls(name) for name in value.lstrip("~").split()))
         allowed = allowed - names if deny else allowed | names
     assert "read" in allowed and "reboot" not in allowed, "the filter is an allow list of @system-service"
-    needed = {"setpriority", "getpriority", "gettid"}
+    needed = {"setpriority", "getpriority", "sched_setscheduler", "sched_getscheduler", "gettid"}
     assert needed <= allowed, f"refused by the unit: {sorted(needed - allowed)}"
     assert "SystemCallErrorNumber=EPERM" in unit.splitlines()
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -79,6 +80,27 @@ def thread_priorities(pid: int) -> dict[int, tuple[str, int, int]]:
         fields = stat[stat.rindex(")") + 2:].split()  # fields[0] is field 3 (state)
         threads[int(task.name)] = (name, int(fields[16]), int(fields[38]))
     return threads
+
+
+def _sockets(pid: int) -> set[str]:
+    """The sockets ``pid`` holds open, as ``socket:[inode]``."""
+    held = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            held.add(target)
+    return held
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[1])
 
 
 def config(receiver: WebhookReceiver, secrets: dict[str, str], **extra: Any) -> dict[str, Any]:
@@ -175,14 +197,22 @@ def test_meeting_and_ringing_call_events_arrive_signed_and_in_order(daemons, rec
     assert len(daemon.deliveries(endpoint="rings")) == 2
     assert [r["seq"] for r in sorted(daemon.deliveries(cid="ringing:r1", endpoint="main"), key=lambda r: r["seq"])] == [1, 2, 3, 4]
 
-    # Delivery ran at the daemon's own priority, and left no thread slowed down: a thread that
-    # lowers its priority passes it on to every thread it starts, pool threads that later run
-    # the call hub's work among them (ADR 0011). (libdispatch itself may give its threads of a
-    # higher QoS a lower nice value, where it may.)
+    # The HTTP work ran in the worker process, every thread of it under SCHED_IDLE (policy 5),
+    # and left no thread of the daemon slowed down: a thread that lowers its priority passes it
+    # on to every thread it starts, pool threads that run the call hub's work among them (ADR
+    # 0011). libdispatch itself sets its threads' nice values by their queue's quality of
+    # service (the fold's utility queue: 2 above the daemon's), never the policy.
     threads = thread_priorities(daemon.process.pid)
     main_nice = threads[daemon.process.pid][1]
-    slowed = {tid: t for tid, t in threads.items() if t[1] > main_nice or t[2] != 0}
+    slowed = {tid: t for tid, t in threads.items() if t[1] > main_nice + 2 or t[2] != 0}
     assert slowed == {}, f"threads not at the daemon's priority (name, nice, policy): {slowed}"
+    workers = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(int(p.name)) == daemon.process.pid]
+    assert len(workers) == 1, f"one worker process: {workers}"
+    worker_threads = thread_priorities(workers[0])
+    assert worker_threads and all(policy == 5 for _, _, policy in worker_threads.values()), worker_threads
+    # The worker holds none of the daemon's sockets (its listeners, clients, store): only its own.
+    shared = _sockets(daemon.process.pid) & _sockets(workers[0])
+    assert shared == set(), f"sockets the worker inherited from the daemon: {shared}"
     alice.close()
     bob.close()
 
@@ -263,6 +293,7 @@ def test_dead_letter_after_the_retry_horizon_then_admin_retry_delivers_it(daemon
 
     [row] = wait_until(dead, timeout=10, what="a dead delivery")
     tried = receiver.snapshot()
+    assert tried, (row, [l for l in daemon.output().splitlines() if "worker" in l or "webhook" in l])
     message_id = tried[0].webhook_id
     assert row["message_id"] == message_id and row["lane"] == "default:d1" and row["seq"] == 1, row
     assert row["attempts"] >= 2 and row["last_status"] == 500 and row["next_attempt_at"] is None, row

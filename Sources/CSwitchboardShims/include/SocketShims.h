@@ -31,5 +31,13 @@ const char *sb_strerror(int err);
 int sb_thread_nice(void);
 /* Sets the calling thread's nice value; 0, or a negative errno. Raising it needs no privilege. */
 int sb_thread_set_nice(int nice);
+/* A connected pair of Unix stream sockets, close-on-exec; 0, or a negative errno. */
+int sb_socketpair(int fds[2]);
+/* Puts every thread of the calling process under SCHED_IDLE (threads started later inherit it):
+   for a process that does only background work (the webhook delivery worker). The number of
+   threads changed, or a negative errno; -ENOSYS off Linux. */
+int sb_process_set_idle_policy(void);
+/* 1 when the calling thread runs under SCHED_IDLE. */
+int sb_thread_is_idle_policy(void);
 
 #endif

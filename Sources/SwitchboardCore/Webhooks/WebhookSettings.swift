@@ -37,14 +37,18 @@ public struct WebhookSettings: Sendable, Equatable {
     /// The nice value the clean-up of old deliveries runs at (0: the daemon's own priority),
     /// where it can be put back afterwards (root, or RLIMIT_NICE).
     public var niceness: Int32
+    /// Attempts are made in a worker process of the daemon's own whose threads run at idle
+    /// priority (`switchboard webhook-worker`), not on a thread of the daemon's.
+    public var workerProcess: Bool
 
     public init(
         endpoints: [WebhookEndpoint] = [], timeout: Duration = .seconds(10), retryHorizon: Duration = .seconds(86_400),
         maxBackoff: Duration = .seconds(600), maxInFlight: Int = 16, rotationGrace: Duration = .seconds(86_400), niceness: Int32 = 10,
-        retention: Duration = .seconds(604_800)
+        workerProcess: Bool = true, retention: Duration = .seconds(604_800)
     ) {
         self.retention = retention
         self.niceness = niceness
+        self.workerProcess = workerProcess
         self.endpoints = endpoints
         self.timeout = timeout
         self.retryHorizon = retryHorizon

@@ -1,0 +1,191 @@
+import CSwitchboardShims
+import Dispatch
+import Foundation
+import Logging
+import SwitchboardCore
+
+/// A ``WebhookPoster`` that makes its attempts in a delivery worker process
+/// (``WebhookWorkerProcess``, `switchboard webhook-worker`) whose threads all run at idle
+/// priority (ADR 0011), over one Unix socket to it.
+///
+/// The worker is started at the first attempt and again after it ends (not more often than
+/// once a second; meanwhile attempts fail and the scheduler retries them). When it ends, every
+/// attempt it held fails. An attempt it does not answer within its timeout and a grace fails
+/// too, so a stopped worker never holds a lane.
+public final class ProcessWebhookPoster: WebhookPoster, @unchecked Sendable {
+    /// The worker's command: the daemon's own executable and its arguments.
+    public let executable: URL
+    public let arguments: [String]
+    let logger: Logger
+    /// How long past an attempt's own timeout the daemon waits for the worker's answer.
+    static let answerGrace: Duration = .seconds(5)
+    /// The shortest time between two starts of the worker.
+    let respawnInterval: Duration
+
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var worker: Worker?
+    private var inFlight: [UInt64: @Sendable (WebhookScheduler.Outcome) -> Void] = [:]
+    private var nextNumber: UInt64 = 0
+    private var lastStart: ContinuousClock.Instant?
+    private var stopped = false
+    /// Writes to the worker, in order, off the caller's thread (a full socket waits here).
+    private let writes = DispatchQueue(label: "switchboard.webhooks.worker-writes")
+
+    public init(executable: URL, arguments: [String], respawnInterval: Duration = .seconds(1), logger: Logger) {
+        self.executable = executable
+        self.arguments = arguments
+        self.respawnInterval = respawnInterval
+        self.logger = logger
+    }
+
+    /// The process id of the running worker (tests).
+    public var workerPID: Int32? { lock.withLock { worker?.process.processIdentifier } }
+
+    public func post(
+        _ message: WebhookMessage, to url: String, keys: [[UInt8]], now: Date, timeout: Duration,
+        completion: @escaping @Sendable (WebhookScheduler.Outcome) -> Void
+    ) {
+        let started: Result<(Worker, UInt64), SwitchboardError> = lock.withLock {
+            do throws(SwitchboardError) {
+                let worker = try runningWorker()
+                nextNumber += 1
+                inFlight[nextNumber] = completion
+                return .success((worker, nextNumber))
+            } catch {
+                return .failure(error)
+            }
+        }
+        guard case .success(let (worker, number)) = started else {
+            if case .failure(let error) = started { completion(.failed(error.message)) }
+            return
+        }
+        let attempt = WebhookWorkerWire.Attempt(
+            n: number, id: message.id, url: url, body: String(decoding: message.body, as: UTF8.self), keys: keys.map { Data($0).base64EncodedString() },
+            now: Int64((now.timeIntervalSince1970 * 1000).rounded()), timeoutMs: timeout.milliseconds)
+        let line = attempt.line
+        writes.async { worker.write(line) }
+        let wait = timeout + Self.answerGrace
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(wait.milliseconds))) { [weak self] in
+            self?.finish(number, .failed("the delivery worker did not answer within \(wait)"))
+        }
+    }
+
+    /// Ends the worker: it lets its attempts in flight end, then exits (killed after `wait`).
+    public func shutdown(wait: Duration = .seconds(3)) {
+        let worker: Worker? = lock.withLock {
+            stopped = true
+            return self.worker
+        }
+        guard let worker else { return }
+        writes.sync { worker.closeInput() }
+        let deadline = ContinuousClock.now + wait
+        while worker.process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
+        if worker.process.isRunning { worker.process.terminate() }
+        worker.process.waitUntilExit()
+    }
+
+    /// The worker, started when there is none. Under `lock`.
+    private func runningWorker() throws(SwitchboardError) -> Worker {
+        if let worker { return worker }
+        guard !stopped else { throw SwitchboardError(.unavailable, "webhook delivery is stopping") }
+        let now = ContinuousClock.now
+        if let lastStart, now - lastStart < respawnInterval {
+            throw SwitchboardError(.unavailable, "the delivery worker is restarting")
+        }
+        lastStart = now
+        do {
+            let worker = try Worker(executable: executable, arguments: arguments)
+            self.worker = worker
+            logger.info("webhook delivery worker started", metadata: ["pid": "\(worker.process.processIdentifier)"])
+            let reader = Thread { [weak self] in self?.readAnswers(from: worker) }
+            reader.name = "webhook-worker-answers"
+            reader.start()
+            return worker
+        } catch {
+            logger.error("the webhook delivery worker could not start", metadata: ["error": "\(error)"])
+            throw SwitchboardError(.unavailable, "the delivery worker could not start: \(error)")
+        }
+    }
+
+    /// Takes the worker's answers until its socket ends, then fails what it still held.
+    private func readAnswers(from worker: Worker) {
+        var reader = LineReader(fd: worker.socket)
+        while let line = reader.next() {
+            guard let answer = WebhookWorkerWire.Answer(line: line) else {
+                logger.error("the webhook delivery worker sent an unreadable answer", metadata: ["bytes": "\(line.count)"])
+                continue
+            }
+            finish(answer.n, answer.outcome)
+        }
+        worker.process.waitUntilExit()
+        let orphans: [@Sendable (WebhookScheduler.Outcome) -> Void] = lock.withLock {
+            guard self.worker === worker else { return [] }
+            self.worker = nil
+            let held = Array(inFlight.values)
+            inFlight = [:]
+            return held
+        }
+        worker.closeSocket()
+        if !orphans.isEmpty || worker.process.terminationStatus != 0 {
+            logger.warning(
+                "the webhook delivery worker ended", metadata: ["status": "\(worker.process.terminationStatus)", "attempts_failed": "\(orphans.count)"])
+        }
+        for completion in orphans { completion(.failed("the delivery worker ended")) }
+    }
+
+    private func finish(_ number: UInt64, _ outcome: WebhookScheduler.Outcome) {
+        let completion = lock.withLock { inFlight.removeValue(forKey: number) }
+        completion?(outcome)
+    }
+
+    /// One worker process and the daemon's end of its socket.
+    final class Worker: @unchecked Sendable {
+        let process: Process
+        let socket: Int32
+        private let lock = NSLock()
+        private var open = true
+
+        init(executable: URL, arguments: [String]) throws {
+            var fds: [Int32] = [-1, -1]
+            let made = sb_socketpair(&fds)
+            guard made == 0 else { throw SwitchboardError(.internalError, "socketpair: \(String(cString: sb_strerror(-made)))") }
+            let theirs = FileHandle(fileDescriptor: fds[1], closeOnDealloc: false)
+            process = Process()
+            process.executableURL = executable
+            process.arguments = arguments
+            process.standardInput = theirs
+            process.standardOutput = theirs
+            do {
+                try process.run()
+            } catch {
+                _ = sb_close(fds[0])
+                _ = sb_close(fds[1])
+                throw error
+            }
+            _ = sb_close(fds[1])
+            socket = fds[0]
+        }
+
+        /// Sends `line`; a worker that is gone fails it (its reader fails the attempt).
+        func write(_ line: [UInt8]) {
+            lock.withLock {
+                guard open else { return }
+                _ = line.withUnsafeBytes { sb_send_all(socket, $0.baseAddress, $0.count) }
+            }
+        }
+
+        /// No more attempts: the worker drains and exits.
+        func closeInput() {
+            lock.withLock { if open { _ = sb_shutdown_write(socket) } }
+        }
+
+        func closeSocket() {
+            lock.withLock {
+                guard open else { return }
+                open = false
+                _ = sb_close(socket)
+            }
+        }
+    }
+}
