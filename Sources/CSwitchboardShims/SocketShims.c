@@ -209,6 +209,13 @@ int sb_set_recv_timeout(int fd, int ms) {
     return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
+int sb_set_send_timeout(int fd, int ms) {
+    struct timeval tv;
+    tv.tv_sec = ms / 1000;
+    tv.tv_usec = (ms % 1000) * 1000;
+    return setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
 /* Sends all bytes on a blocking socket; returns 0 or -errno. */
 int sb_send_all(int fd, const void *data, size_t len) {
     const char *p = (const char *)data;

@@ -78,7 +78,7 @@ public final class ProcessWebhookPoster: WebhookPoster, @unchecked Sendable {
             return self.worker
         }
         guard let worker else { return }
-        writes.sync { worker.closeInput() }
+        worker.closeInput()
         let deadline = ContinuousClock.now + wait
         while worker.process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
         if worker.process.isRunning { worker.process.terminate() }
@@ -165,9 +165,15 @@ public final class ProcessWebhookPoster: WebhookPoster, @unchecked Sendable {
             }
             _ = sb_close(fds[1])
             socket = fds[0]
+            // A worker too starved to read holds a write (and the lock) at most this long; the
+            // attempt is then lost, and fails at its deadline.
+            _ = sb_set_send_timeout(socket, Int32(Self.sendTimeoutMs))
         }
 
-        /// Sends `line`; a worker that is gone fails it (its reader fails the attempt).
+        static let sendTimeoutMs = 2000
+
+        /// Sends `line`; a worker that is gone, or too starved to read for 2 s, loses it (the
+        /// attempt fails at its deadline or when the worker's end is read).
         func write(_ line: [UInt8]) {
             lock.withLock {
                 guard open else { return }

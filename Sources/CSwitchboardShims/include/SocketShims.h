@@ -21,6 +21,8 @@ void sb_fix_malloc_thresholds(void);
 int sb_peer_address(int fd, char *buf, size_t len);
 int sb_connect_tcp(const char *host, int port);
 int sb_set_recv_timeout(int fd, int ms);
+/* A blocking send on `fd` gives up after `ms` (EAGAIN); 0, or -1 with errno set. */
+int sb_set_send_timeout(int fd, int ms);
 int sb_send_all(int fd, const void *data, size_t len);
 long sb_recv(int fd, void *buf, size_t len);
 int sb_close(int fd);
