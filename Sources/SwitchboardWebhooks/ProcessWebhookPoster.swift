@@ -79,16 +79,13 @@ public final class ProcessWebhookPoster: WebhookPoster, @unchecked Sendable {
         }
         guard let worker else { return }
         worker.closeInput()
-        let deadline = ContinuousClock.now + wait
-        while worker.process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
-        if worker.process.isRunning { worker.process.terminate() }
-        worker.process.waitUntilExit()
+        worker.end(after: wait)
     }
 
     /// The worker, started when there is none. Under `lock`.
     private func runningWorker() throws(SwitchboardError) -> Worker {
-        if let worker { return worker }
         guard !stopped else { throw SwitchboardError(.unavailable, "webhook delivery is stopping") }
+        if let worker { return worker }
         let now = ContinuousClock.now
         if let lastStart, now - lastStart < respawnInterval {
             throw SwitchboardError(.unavailable, "the delivery worker is restarting")
@@ -118,7 +115,8 @@ public final class ProcessWebhookPoster: WebhookPoster, @unchecked Sendable {
             }
             finish(answer.n, answer.outcome)
         }
-        worker.process.waitUntilExit()
+        // The socket ends when the worker exits; one that closed it and lives on is ended.
+        worker.end(after: .seconds(5))
         let orphans: [@Sendable (WebhookScheduler.Outcome) -> Void] = lock.withLock {
             guard self.worker === worker else { return [] }
             self.worker = nil
@@ -145,6 +143,9 @@ public final class ProcessWebhookPoster: WebhookPoster, @unchecked Sendable {
         let socket: Int32
         private let lock = NSLock()
         private var open = true
+        /// Left when the process has exited and was reaped (Foundation's `waitUntilExit`
+        /// spins off the main thread: measured, a whole CPU while it waits).
+        private let exited = DispatchGroup()
 
         init(executable: URL, arguments: [String]) throws {
             var fds: [Int32] = [-1, -1]
@@ -156,9 +157,12 @@ public final class ProcessWebhookPoster: WebhookPoster, @unchecked Sendable {
             process.arguments = arguments
             process.standardInput = theirs
             process.standardOutput = theirs
+            exited.enter()
+            process.terminationHandler = { [exited] _ in exited.leave() }
             do {
                 try process.run()
             } catch {
+                exited.leave()
                 _ = sb_close(fds[0])
                 _ = sb_close(fds[1])
                 throw error
@@ -177,7 +181,15 @@ public final class ProcessWebhookPoster: WebhookPoster, @unchecked Sendable {
         func write(_ line: [UInt8]) {
             lock.withLock {
                 guard open else { return }
-                _ = line.withUnsafeBytes { sb_send_all(socket, $0.baseAddress, $0.count) }
+                _ = SocketIO.send(line, on: socket)
+            }
+        }
+
+        /// Waits until the process exits, at most `wait`; then terminates it and waits for that.
+        func end(after wait: Duration) {
+            if exited.wait(timeout: .now() + .milliseconds(Int(wait.milliseconds))) == .timedOut {
+                process.terminate()
+                exited.wait()
             }
         }
 

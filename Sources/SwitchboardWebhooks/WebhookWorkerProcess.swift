@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import SwitchboardCore
+import Synchronization
 
 /// The delivery worker process (`switchboard webhook-worker`, started by the daemon; ADR 0011).
 /// Every thread of it runs under Linux's SCHED_IDLE policy, so its HTTP work takes only CPU the
@@ -12,11 +13,12 @@ import SwitchboardCore
 /// It reads attempts from `input` (one ``WebhookWorkerWire/Attempt`` per line), makes each with
 /// a ``WebhookSender``, and writes one ``WebhookWorkerWire/Answer`` per attempt to `output`, in
 /// the order they end. At the end of its input it lets the attempts in flight end (at most
-/// `drain`) and returns.
+/// `drain`) and returns its exit status: 0, or 2 when its input is not a socket (run by hand).
 public enum WebhookWorkerProcess {
     public static func run(
         input: Int32 = 0, output: Int32 = 1, connectionsPerHost: Int, idle: Bool = true, drain: Duration = .seconds(5), logger: Logger
-    ) async {
+    ) async -> Int32 {
+        let exitCode = Mutex<Int32>(0)
         if idle {
             let changed = sb_process_set_idle_policy()
             if changed < 0 { logger.warning("the webhook worker could not lower its priority", metadata: ["errno": "\(-changed)"]) }
@@ -38,6 +40,10 @@ public enum WebhookWorkerProcess {
                         inFlight.leave()
                     }
                 }
+                if reader.failure == -Int(ENOTSOCK) {
+                    logger.error("switchboard webhook-worker is started by the daemon (webhooks.worker_process); its standard input must be the daemon's socket")
+                    exitCode.withLock { $0 = 2 }
+                }
                 if inFlight.wait(timeout: .now() + .milliseconds(Int(drain.components.seconds * 1000))) == .timedOut {
                     logger.notice("the webhook worker stops with attempts in flight; the daemon sends them again")
                 }
@@ -47,6 +53,7 @@ public enum WebhookWorkerProcess {
             reading.start()
         }
         await sender.shutdown()
+        return exitCode.withLock { $0 }
     }
 
     private static func start(
@@ -71,7 +78,7 @@ public enum WebhookWorkerProcess {
         func write(_ answer: WebhookWorkerWire.Answer) {
             let line = answer.line
             // A failed write means the daemon is gone; its next worker sends the attempt again.
-            lock.withLock { _ = line.withUnsafeBytes { sb_send_all(fd, $0.baseAddress, $0.count) } }
+            lock.withLock { _ = SocketIO.send(line, on: fd) }
         }
     }
 }

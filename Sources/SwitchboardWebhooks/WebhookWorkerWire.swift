@@ -88,13 +88,18 @@ public enum WebhookWorkerWire {
     }
 }
 
-/// Reads newline-terminated lines from a socket or pipe, blocking (a thread of its own calls it).
+/// Reads newline-terminated lines from a socket, blocking (a thread of its own calls it).
 struct LineReader {
     let fd: Int32
     private var buffer: [UInt8] = []
     private var start = 0
+    /// Where the search for the next newline goes on (bytes before it hold none).
+    private var scanned = 0
+    private var chunk = [UInt8](repeating: 0, count: 65_536)
     /// Longest line accepted; a longer one ends the stream (the peer is broken).
     static let maximumLine = 16 << 20
+    /// Why the stream ended, when a read failed (a negative errno), else 0.
+    private(set) var failure: Int = 0
 
     init(fd: Int32) {
         self.fd = fd
@@ -103,20 +108,40 @@ struct LineReader {
     /// The next line without its newline, or `nil` at the end of the stream or on an error.
     mutating func next() -> [UInt8]? {
         while true {
-            if let newline = buffer[start...].firstIndex(of: 0x0A) {
+            if let newline = buffer[scanned...].firstIndex(of: 0x0A) {
                 let line = Array(buffer[start..<newline])
                 start = newline + 1
+                scanned = start
                 if start > 65_536 {
                     buffer.removeFirst(start)
                     start = 0
+                    scanned = 0
                 }
                 return line
             }
+            scanned = buffer.count
             guard buffer.count - start < Self.maximumLine else { return nil }
-            var chunk = [UInt8](repeating: 0, count: 65_536)
-            let count = chunk.withUnsafeMutableBytes { sb_recv(fd, $0.baseAddress, $0.count) }
-            guard count > 0 else { return nil }
+            let count = SocketIO.receive(into: &chunk, from: fd)
+            guard count > 0 else {
+                failure = count
+                return nil
+            }
             buffer += chunk[0..<count]
         }
+    }
+}
+
+/// The worker socket's reads and writes: the only place the webhook module hands Swift buffers
+/// to the C shims.
+enum SocketIO {
+    /// Sends every byte of `bytes`; 0, or a negative errno.
+    static func send(_ bytes: [UInt8], on fd: Int32) -> Int32 {
+        bytes.withUnsafeBytes { sb_send_all(fd, $0.baseAddress, $0.count) }
+    }
+
+    /// Reads what is there into `buffer` (blocking until something is); the count, 0 at the end
+    /// of the stream, or a negative errno.
+    static func receive(into buffer: inout [UInt8], from fd: Int32) -> Int {
+        buffer.withUnsafeMutableBytes { sb_recv(fd, $0.baseAddress, $0.count) }
     }
 }

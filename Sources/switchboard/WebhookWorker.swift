@@ -21,6 +21,8 @@ struct WebhookWorker: AsyncParsableCommand {
             handler.logLevel = .notice
             return handler
         }
-        await WebhookWorkerProcess.run(connectionsPerHost: max(1, connectionsPerHost), idle: idle, logger: Logger(label: "switchboard.webhook-worker"))
+        let status = await WebhookWorkerProcess.run(
+            connectionsPerHost: max(1, connectionsPerHost), idle: idle, logger: Logger(label: "switchboard.webhook-worker"))
+        if status != 0 { throw ExitCode(status) }
     }
 }

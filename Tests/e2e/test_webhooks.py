@@ -464,6 +464,15 @@ def run_config(tmp_path: Path, command: str, webhooks: dict[str, Any]) -> subpro
                           timeout=20)
 
 
+def test_the_webhook_worker_run_by_hand_says_the_daemon_starts_it() -> None:
+    """`switchboard webhook-worker` reads attempts from the daemon's socket; from a terminal or a
+    file it says so and exits 2 rather than waiting or dropping input silently."""
+    result = subprocess.run([str(_daemon_binary()), "webhook-worker", "--no-idle"], stdin=subprocess.DEVNULL,
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2, result
+    assert "started by the daemon" in result.stderr and "webhooks.worker_process" in result.stderr, result.stderr
+
+
 def test_bad_webhook_configuration_is_refused_naming_the_key(tmp_path: Path) -> None:
     good = new_secret()
     cases = [
