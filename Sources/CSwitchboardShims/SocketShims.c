@@ -17,6 +17,8 @@
 #include <malloc.h>
 #include <sched.h>
 #include <dirent.h>
+#include <signal.h>
+#include <pthread.h>
 #include <stdlib.h>
 #ifdef __linux__
 #include <sys/syscall.h>
@@ -309,4 +311,16 @@ int sb_thread_is_idle_policy(void) {
 #else
     return 0;
 #endif
+}
+
+int sb_take_signals(void) {
+    sigset_t none;
+    sigemptyset(&none);
+    int failed = pthread_sigmask(SIG_SETMASK, &none, NULL);
+    if (failed != 0) return -failed;
+    int taken[] = { SIGTERM, SIGINT, SIGHUP };
+    for (unsigned i = 0; i < sizeof taken / sizeof taken[0]; i++) {
+        if (signal(taken[i], SIG_DFL) == SIG_ERR) return -errno;
+    }
+    return 0;
 }

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import SwitchboardCore
+import Synchronization
 
 /// The webhook delivery worker (ADR 0011): takes the messages the call hub committed, sends
 /// them with a ``WebhookPoster`` in each call's order, retries with backoff, dead-letters, and
@@ -31,9 +32,12 @@ public final class WebhookDispatcher: @unchecked Sendable {
     var timerWake: Date?
     var running = false
     /// Outcomes decided and not committed yet: committed together once the burst of answers
-    /// that is queued has been taken (one batch-log append for many deliveries).
+    /// that came back has been taken (one batch-log append for many deliveries).
     var unsaved: [CallMutation] = []
-    var flushScheduled = false
+    /// Answers that came back and are not taken yet: one hop onto the executor takes them all.
+    let answers = Mutex(Answers())
+    /// Each endpoint's signing keys, decoded once per secret (and previous secret).
+    var signingKeys: [String: SigningKeys] = [:]
     /// Deletes old finished deliveries every ``pruneInterval`` (`webhooks.retention_ms`).
     var pruneTimer: (any DispatchSourceTimer)?
     /// Attempts whose outcome has not been committed yet: a test or a shutdown waits on it.
@@ -149,27 +153,41 @@ public final class WebhookDispatcher: @unchecked Sendable {
 
     private func send(_ attempt: PendingWebhook, now: Date) {
         let endpoint = attempt.delivery.endpoint
+        idle.enter()
         guard let configured = settings.endpoint(named: endpoint), let keys = try? keys(for: endpoint, now: now) else {
             // Checked at start, so only a stored rotated secret could be unusable: the attempt
             // fails (and is retried, then dead-lettered) rather than holding its lane forever.
             logger.error("a webhook endpoint has no usable secret", metadata: ["endpoint": "\(endpoint)"])
-            idle.enter()
-            executor.execute {
-                self.finish(attempt, .failed("no usable signing secret"))
-                self.idle.leave()
-            }
+            answered(attempt, .failed("no usable signing secret"))
             return
         }
-        idle.enter()
         poster.post(attempt.message, to: configured.url, keys: keys, now: now, timeout: settings.timeout) { outcome in
-            // Always later, even on the poster's own event loop (where it costs no wake-up): the
-            // HTTP client calls this at the answer's head, before it has put the connection back
-            // in its pool; an attempt started from here would open a new connection.
-            self.executor.execute {
-                self.finish(attempt, outcome)
-                self.idle.leave()
-            }
+            self.answered(attempt, outcome)
         }
+    }
+
+    /// An attempt's outcome, from any thread. Always taken later on the executor, even from the
+    /// poster's own event loop (where it costs no wake-up): the HTTP client answers at the
+    /// response's head, before it has put the connection back in its pool, and an attempt
+    /// started from there would open a new connection.
+    private func answered(_ attempt: PendingWebhook, _ outcome: WebhookScheduler.Outcome) {
+        let first = answers.withLock { answers in
+            answers.taken.append((attempt, outcome))
+            defer { answers.scheduled = true }
+            return !answers.scheduled
+        }
+        if first { executor.execute { self.takeAnswers() } }
+    }
+
+    /// Every answer that came back: their outcomes, one commit, then what is due.
+    private func takeAnswers() {
+        let taken = answers.withLock { answers in
+            defer { answers = Answers() }
+            return answers.taken
+        }
+        for (attempt, outcome) in taken { finish(attempt, outcome) }
+        flush(pumping: true)
+        for _ in taken { idle.leave() }
     }
 
     private func finish(_ attempt: PendingWebhook, _ outcome: WebhookScheduler.Outcome) {
@@ -194,10 +212,6 @@ public final class WebhookDispatcher: @unchecked Sendable {
             logger.warning("webhook endpoint answered 410 Gone; disabled until enabled on the admin API", metadata: ["endpoint": "\(state.name)"])
         }
         unsaved += mutations
-        guard !flushScheduled else { return }
-        flushScheduled = true
-        // Behind the answers already queued: they are taken first, then one commit and one pump.
-        executor.execute { self.flush(pumping: true) }
     }
 
     /// Commits the outcomes decided so far, then starts what is due. A failed commit loses only
@@ -205,7 +219,6 @@ public final class WebhookDispatcher: @unchecked Sendable {
     /// `webhook-id` (at least once).
     func flush(pumping: Bool) {
         precondition(executor.isCurrent, "the webhook worker runs on its executor")
-        flushScheduled = false
         if !unsaved.isEmpty {
             let mutations = unsaved
             unsaved = []
@@ -224,13 +237,29 @@ public final class WebhookDispatcher: @unchecked Sendable {
 
     /// The keys that sign for `endpoint` at `now`: its current secret, then the previous one
     /// while a rotation's grace runs.
+    /// Decoded once per secret: the cache holds the secrets it decoded, and a rotation, or the
+    /// end of its grace, changes them.
     func keys(for endpoint: String, now: Date) throws(SwitchboardError) -> [[UInt8]] {
         guard let configured = settings.endpoint(named: endpoint) else { throw SwitchboardError(.notFound, "no webhook endpoint \(endpoint)") }
         let state = scheduler.endpointState(endpoint)
-        var keys = [try WebhookSignature.key(fromSecret: state?.secret ?? configured.secret)]
-        if let previous = state?.previousSecret, let until = state?.previousUntil, now < until {
-            keys.append(try WebhookSignature.key(fromSecret: previous))
-        }
+        let secret = state?.secret ?? configured.secret
+        var previous: String?
+        if let secret = state?.previousSecret, let until = state?.previousUntil, now < until { previous = secret }
+        if let cached = signingKeys[endpoint], cached.secret == secret, cached.previous == previous { return cached.keys }
+        var keys = [try WebhookSignature.key(fromSecret: secret)]
+        if let previous { keys.append(try WebhookSignature.key(fromSecret: previous)) }
+        signingKeys[endpoint] = SigningKeys(secret: secret, previous: previous, keys: keys)
         return keys
+    }
+
+    struct SigningKeys {
+        let secret: String
+        let previous: String?
+        let keys: [[UInt8]]
+    }
+
+    struct Answers {
+        var taken: [(PendingWebhook, WebhookScheduler.Outcome)] = []
+        var scheduled = false
     }
 }

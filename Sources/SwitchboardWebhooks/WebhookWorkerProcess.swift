@@ -10,15 +10,20 @@ import Synchronization
 /// daemon's calls leave idle. That is safe here and only here: a thread passes its policy on to
 /// the threads it starts, and in this process no thread ever runs a call.
 ///
-/// It reads attempts from `input` (one ``WebhookWorkerWire/Attempt`` per line), makes each with
-/// a ``WebhookSender``, and writes one ``WebhookWorkerWire/Answer`` per attempt to `output`, in
-/// the order they end. At the end of its input it lets the attempts in flight end (at most
-/// `drain`) and returns its exit status: 0, or 2 when its input is not a socket (run by hand).
+/// It reads attempts from `input` (``WebhookWorkerWire/Attempt``: a header line, then the
+/// body), makes each with a ``WebhookSender``, and writes one ``WebhookWorkerWire/Answer`` per
+/// attempt to `output`, in the order they end. At the end of its input it lets the attempts in
+/// flight end (at most `drain`) and returns its exit status: 0; 1 after an unreadable attempt
+/// (it stops reading there); 2 when its input is not a socket (run by hand).
 public enum WebhookWorkerProcess {
     public static func run(
         input: Int32 = 0, output: Int32 = 1, connectionsPerHost: Int, idle: Bool = true, drain: Duration = .seconds(5), logger: Logger
     ) async -> Int32 {
         let exitCode = Mutex<Int32>(0)
+        // Spawned from a dispatch thread of the daemon, the worker starts with most signals
+        // blocked: SIGTERM (systemd's stop, an operator's kill) would never reach it.
+        let taken = sb_take_signals()
+        if taken < 0 { logger.warning("the webhook worker could not unblock signals", metadata: ["errno": "\(-taken)"]) }
         if idle {
             let changed = sb_process_set_idle_policy()
             if changed < 0 { logger.warning("the webhook worker could not lower its priority", metadata: ["errno": "\(-changed)"]) }
@@ -29,10 +34,17 @@ public enum WebhookWorkerProcess {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let reading = Thread {
                 var reader = LineReader(fd: input)
-                while let line = reader.next() {
-                    guard let attempt = WebhookWorkerWire.Attempt(line: line) else {
-                        logger.error("the webhook worker got an unreadable attempt; it is dropped", metadata: ["bytes": "\(line.count)"])
-                        continue
+                reading: while true {
+                    let attempt: WebhookWorkerWire.Attempt
+                    switch WebhookWorkerWire.Attempt.read(from: &reader) {
+                    case .attempt(let read): attempt = read
+                    case .end: break reading
+                    case .unreadable(let bytes):
+                        // Where the next attempt would start is unknown: the worker ends, and
+                        // the daemon fails what it held and starts another.
+                        logger.error("the webhook worker got an unreadable attempt and stops reading", metadata: ["bytes": "\(bytes)"])
+                        exitCode.withLock { $0 = 1 }
+                        break reading
                     }
                     inFlight.enter()
                     start(attempt, with: sender) { outcome in
@@ -62,7 +74,7 @@ public enum WebhookWorkerProcess {
         let keys = attempt.keys.compactMap { Data(base64Encoded: $0).map(Array.init) }
         guard keys.count == attempt.keys.count else { return completion(.failed("the delivery worker got an unreadable key")) }
         sender.send(
-            id: attempt.id, body: Array(attempt.body.utf8), to: attempt.url, secrets: keys,
+            id: attempt.id, body: attempt.body, to: attempt.url, secrets: keys,
             now: Date(timeIntervalSince1970: Double(attempt.now) / 1000), timeout: .milliseconds(attempt.timeoutMs), completion: completion)
     }
 

@@ -3,8 +3,9 @@ import Foundation
 import SwitchboardCore
 
 /// What goes over the socket between the daemon and its delivery worker process
-/// (`switchboard webhook-worker`, ADR 0011): one JSON object per line each way. The daemon sends
-/// attempts, the worker answers each once, in any order, by number.
+/// (`switchboard webhook-worker`, ADR 0011). The daemon sends attempts, each a line of JSON that
+/// counts the body's bytes, then those bytes as they are (a body is never escaped into the
+/// line). The worker answers each attempt once, a line of JSON, in any order, by number.
 public enum WebhookWorkerWire {
     /// One delivery attempt: POST `body` to `url` with `webhook-id` `id`, signed with `keys`.
     public struct Attempt: Sendable, Equatable {
@@ -12,15 +13,15 @@ public enum WebhookWorkerWire {
         public var n: UInt64
         public var id: String
         public var url: String
-        /// The request body, a JSON document.
-        public var body: String
+        /// The request body, a JSON document's bytes.
+        public var body: [UInt8]
         /// Each signing key's bytes in base64, the current key first.
         public var keys: [String]
         /// `webhook-timestamp`, in milliseconds since 1970.
         public var now: Int64
         public var timeoutMs: Int64
 
-        public init(n: UInt64, id: String, url: String, body: String, keys: [String], now: Int64, timeoutMs: Int64) {
+        public init(n: UInt64, id: String, url: String, body: [UInt8], keys: [String], now: Int64, timeoutMs: Int64) {
             self.n = n
             self.id = id
             self.url = url
@@ -30,23 +31,39 @@ public enum WebhookWorkerWire {
             self.timeoutMs = timeoutMs
         }
 
-        /// The attempt as one line of JSON.
-        public var line: [UInt8] {
-            JSONValue.object([
-                "n": .number(Double(n)), "id": .string(id), "url": .string(url), "body": .string(body),
+        /// The attempt as it goes over the socket: its header line, then the body's bytes.
+        public var frame: [UInt8] {
+            var frame = JSONValue.object([
+                "n": .number(Double(n)), "id": .string(id), "url": .string(url), "body_bytes": .number(Double(body.count)),
                 "keys": .array(keys.map { .string($0) }), "now": .number(Double(now)), "timeout_ms": .number(Double(timeoutMs)),
-            ]).bytes + [0x0A]
+            ]).bytes
+            frame.reserveCapacity(frame.count + 1 + body.count)
+            frame.append(0x0A)
+            frame += body
+            return frame
         }
 
-        /// An attempt read from a line (without its newline); `nil` when it is not one.
-        public init?(line: [UInt8]) {
-            guard let json = JSONValue.parse(line), let n = json["n"]?.int64Value, n >= 0, let id = json["id"]?.stringValue,
-                let url = json["url"]?.stringValue, let body = json["body"]?.stringValue, let keys = json["keys"]?.arrayValue,
-                let now = json["now"]?.int64Value, let timeoutMs = json["timeout_ms"]?.int64Value
-            else { return nil }
+        /// What reading an attempt from the socket gave.
+        public enum Read: Equatable {
+            case attempt(Attempt)
+            /// The stream ended (or failed) where an attempt would start.
+            case end
+            /// A header that is not one (the stream cannot go on: where the next attempt
+            /// starts is unknown), or a stream that ended inside the body.
+            case unreadable(bytes: Int)
+        }
+
+        /// Reads the next attempt from `reader`.
+        static func read(from reader: inout LineReader) -> Read {
+            guard let header = reader.next() else { return .end }
+            guard let json = JSONValue.parse(header), let n = json["n"]?.int64Value, n >= 0, let id = json["id"]?.stringValue,
+                let url = json["url"]?.stringValue, let count = json["body_bytes"]?.int64Value, count >= 0, count <= LineReader.maximumLine,
+                let keys = json["keys"]?.arrayValue, let now = json["now"]?.int64Value, let timeoutMs = json["timeout_ms"]?.int64Value
+            else { return .unreadable(bytes: header.count) }
             let texts = keys.compactMap(\.stringValue)
-            guard texts.count == keys.count else { return nil }
-            self.init(n: UInt64(n), id: id, url: url, body: body, keys: texts, now: now, timeoutMs: timeoutMs)
+            guard texts.count == keys.count else { return .unreadable(bytes: header.count) }
+            guard let body = reader.take(Int(count)) else { return .unreadable(bytes: header.count) }
+            return .attempt(Attempt(n: UInt64(n), id: id, url: url, body: body, keys: texts, now: now, timeoutMs: timeoutMs))
         }
     }
 
@@ -88,7 +105,8 @@ public enum WebhookWorkerWire {
     }
 }
 
-/// Reads newline-terminated lines from a socket, blocking (a thread of its own calls it).
+/// Reads newline-terminated lines, and counted runs of bytes, from a socket, blocking (a thread
+/// of its own calls it).
 struct LineReader {
     let fd: Int32
     private var buffer: [UInt8] = []
@@ -110,23 +128,42 @@ struct LineReader {
         while true {
             if let newline = buffer[scanned...].firstIndex(of: 0x0A) {
                 let line = Array(buffer[start..<newline])
-                start = newline + 1
-                scanned = start
-                if start > 65_536 {
-                    buffer.removeFirst(start)
-                    start = 0
-                    scanned = 0
-                }
+                consume(through: newline + 1)
                 return line
             }
             scanned = buffer.count
-            guard buffer.count - start < Self.maximumLine else { return nil }
-            let count = SocketIO.receive(into: &chunk, from: fd)
-            guard count > 0 else {
-                failure = count
-                return nil
-            }
-            buffer += chunk[0..<count]
+            guard buffer.count - start < Self.maximumLine, fill() else { return nil }
+        }
+    }
+
+    /// The next `count` bytes, whatever they are, or `nil` when the stream ends before them.
+    mutating func take(_ count: Int) -> [UInt8]? {
+        while buffer.count - start < count {
+            guard fill() else { return nil }
+        }
+        let bytes = Array(buffer[start..<start + count])
+        consume(through: start + count)
+        return bytes
+    }
+
+    /// Reads what the socket has; `false` at its end or on an error.
+    private mutating func fill() -> Bool {
+        let count = SocketIO.receive(into: &chunk, from: fd)
+        guard count > 0 else {
+            failure = count
+            return false
+        }
+        buffer += chunk[0..<count]
+        return true
+    }
+
+    private mutating func consume(through end: Int) {
+        start = end
+        scanned = start
+        if start > 65_536 {
+            buffer.removeFirst(start)
+            start = 0
+            scanned = 0
         }
     }
 }

@@ -52,22 +52,6 @@ final class ProcessWebhookPosterTests: XCTestCase {
         }
     }
 
-    func test_attemptsAndAnswersRoundTripAsLinesAndOtherLinesAreRefused() {
-        let attempt = WebhookWorkerWire.Attempt(
-            n: 42, id: "msg_1", url: "https://h.example/x?y=1", body: #"{"data":{"note":"é \"q\"\n"}}"#, keys: ["AAEC", "/w=="],
-            now: 1_795_782_185_763, timeoutMs: 10_000)
-        XCTAssertEqual(attempt.line.last, 0x0A)
-        XCTAssertEqual(attempt.line.filter { $0 == 0x0A }.count, 1, "one line, whatever the body holds")
-        XCTAssertEqual(WebhookWorkerWire.Attempt(line: Array(attempt.line.dropLast())), attempt)
-        for answer in [WebhookWorkerWire.Answer(n: 7, .status(204)), WebhookWorkerWire.Answer(n: 8, .failed("timed out after 1 s"))] {
-            XCTAssertEqual(WebhookWorkerWire.Answer(line: Array(answer.line.dropLast())), answer)
-        }
-        for bad in [#"{"n":1}"#, #"{"n":-1,"status":200}"#, "not json", #"{"n":1,"id":"m","url":"u","body":"b","keys":[1],"now":1,"timeout_ms":1}"#] {
-            XCTAssertNil(WebhookWorkerWire.Answer(line: Array(bad.utf8)), bad)
-            XCTAssertNil(WebhookWorkerWire.Attempt(line: Array(bad.utf8)), bad)
-        }
-    }
-
     func test_attemptsAreMadeByTheWorkerAndEachAnswerComesBack() async throws {
         let receiver = try await server { request in
             request.uri.hasSuffix("/gone") ? .respond(410) : request.uri.hasSuffix("/fail") ? .respond(500) : .respond(204)
@@ -143,5 +127,47 @@ final class ProcessWebhookPosterTests: XCTestCase {
         XCTAssertEqual(kill(pid, 0), -1, "the worker exited and was reaped")
         let after = await post(message(2), to: receiver.url("/ok"))
         XCTAssertEqual(after, .failed("webhook delivery is stopping"))
+    }
+
+    /// A worker that never answers (here `sleep`): its attempt fails at the first sweep past its
+    /// timeout and grace, on the poster's clock, and not before.
+    func test_anAttemptTheWorkerDoesNotAnswerFailsAtTheSweepPastItsDeadline() async throws {
+        let clock = Mutex<UInt64>(1_000_000_000)
+        let silent = ProcessWebhookPoster(
+            executable: URL(fileURLWithPath: "/bin/sleep"), arguments: ["600"], respawnInterval: .zero, answerGrace: .milliseconds(500),
+            sweepInterval: .seconds(3600), clock: { clock.withLock { $0 } }, logger: Logger(label: "test"))
+        let outcome = Mutex<WebhookScheduler.Outcome?>(nil)
+        silent.post(message(1), to: "http://127.0.0.1:9/never", keys: [key], now: now, timeout: .seconds(2)) { answer in
+            outcome.withLock { $0 = answer }
+        }
+        let pid = try XCTUnwrap(silent.workerPID)
+        clock.withLock { $0 += 2_499_000_000 }
+        silent.sweep()
+        XCTAssertNil(outcome.withLock { $0 }, "1 ms before the deadline (timeout 2 s + grace 0.5 s)")
+        clock.withLock { $0 += 1_000_000 }
+        silent.sweep()
+        XCTAssertEqual(outcome.withLock { $0 }, .failed("the delivery worker did not answer within 2.5 seconds"))
+        silent.shutdown(wait: .milliseconds(50))
+        XCTAssertEqual(kill(pid, 0), -1, "the silent worker was ended and reaped")
+    }
+
+    /// The worker is spawned from a thread that blocks most signals, and a blocked mask survives
+    /// exec: it unblocks them, so SIGTERM (systemd's stop, an operator's kill) ends it.
+    func test_sigtermEndsTheWorkerAndWhatItHeldFails() async throws {
+        let receiver = try await server { _ in .never }
+        let ended = expectation(description: "the held attempt ends")
+        let outcome = Mutex<WebhookScheduler.Outcome?>(nil)
+        poster.post(message(1), to: receiver.url("/hold"), keys: [key], now: now, timeout: .seconds(30)) { answer in
+            outcome.withLock { $0 = answer }
+            ended.fulfill()
+        }
+        while receiver.requests.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        let pid = try XCTUnwrap(poster.workerPID)
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let blocked = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") }).split(separator: "\t").last.map(String.init)
+        XCTAssertEqual(UInt64(blocked ?? "", radix: 16).map { $0 & (1 << (UInt64(SIGTERM) - 1)) }, 0, "SIGTERM not blocked in the worker's main thread")
+        XCTAssertEqual(kill(pid, SIGTERM), 0)
+        await fulfillment(of: [ended], timeout: 10)
+        XCTAssertEqual(outcome.withLock { $0 }, .failed("the delivery worker ended"))
     }
 }

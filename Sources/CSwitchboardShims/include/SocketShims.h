@@ -41,5 +41,10 @@ int sb_socketpair(int fds[2]);
 int sb_process_set_idle_policy(void);
 /* 1 when the calling thread runs under SCHED_IDLE. */
 int sb_thread_is_idle_policy(void);
+/* Unblocks every signal for the calling thread (threads it starts later inherit that) and gives
+   SIGTERM, SIGINT and SIGHUP their default actions: for a child process that inherited the
+   blocked mask of the thread that spawned it (a dispatch thread blocks most signals, and a
+   blocked mask survives exec). 0, or a negative errno. */
+int sb_take_signals(void);
 
 #endif

@@ -52,11 +52,20 @@ public struct WebhookMessage: Sendable, Equatable {
         self.data = data
     }
 
-    /// The request body: `{"type", "created_at" (ms), "data"}`, the same bytes on every attempt.
+    /// The request body: `{"created_at" (ms), "data", "type"}`, the same bytes on every attempt.
+    /// Written directly, keys in the order a ``JSONValue`` object writes them (sorted), without
+    /// building that object first: it is made on every attempt.
     public var body: [UInt8] {
-        JSONValue.object([
-            "type": .string(type.rawValue), "created_at": .number((createdAt.timeIntervalSince1970 * 1000).rounded()), "data": data,
-        ]).bytes
+        var out: [UInt8] = []
+        out.reserveCapacity(320)
+        out.append(contentsOf: #"{"created_at":"#.utf8)
+        JSONValue.number((createdAt.timeIntervalSince1970 * 1000).rounded()).write(to: &out)
+        out.append(contentsOf: #","data":"#.utf8)
+        data.write(to: &out)
+        out.append(contentsOf: #","type":"#.utf8)
+        JSONValue.string(type.rawValue).write(to: &out)
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 }
 

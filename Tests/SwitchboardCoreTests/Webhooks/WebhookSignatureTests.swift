@@ -89,4 +89,19 @@ final class WebhookSignatureTests: XCTestCase {
         var other = SplitMix64(seed: 8)
         XCTAssertNotEqual(WebhookSignature.newSecret(using: &other), secret)
     }
+
+    /// The body is written directly: the same bytes a JSON object of its three keys writes
+    /// (sorted keys), for every kind of value `data` holds.
+    func test_theBodyIsTheBytesOfItsJSONObject() {
+        let data: JSONValue = .object([
+            "call_cid": .string("default:é \"q\"\n"), "seq": .number(3), "members": .array([.string("a"), .null, .bool(true)]),
+            "nested": .object(["z": .number(-1.5), "a": .object([:])]),
+        ])
+        for (type, millis) in [(WebhookEventType.callRing, 1_700_000_000_123.0), (.sfuDown, 0)] {
+            let message = WebhookMessage(
+                id: "msg_1", type: type, createdAt: Date(timeIntervalSince1970: millis / 1000), lane: "l", seq: 1, data: data)
+            let object = JSONValue.object(["type": .string(type.rawValue), "created_at": .number(millis), "data": data])
+            XCTAssertEqual(String(decoding: message.body, as: UTF8.self), String(decoding: object.bytes, as: UTF8.self))
+        }
+    }
 }
