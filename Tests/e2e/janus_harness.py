@@ -77,6 +77,8 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+from child_server import signal_and_reap
+
 # The config and HTTP helpers live in janus_config.py and janus_api.py; they are
 # re-exported here so that ``from janus_harness import …`` keeps working for every name.
 from janus_api import (  # noqa: F401
@@ -333,20 +335,7 @@ class JanusInstance(JanusAPI):
 
     def _terminate(self, sig: int) -> int | None:
         """Send ``sig`` to the PID this object started (if it still runs) and reap it."""
-        process = self.process
-        if process is None:
-            return None
-        if process.poll() is None:
-            try:
-                os.kill(process.pid, sig)
-            except ProcessLookupError:
-                pass
-            try:
-                process.wait(timeout=self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                os.kill(process.pid, signal.SIGKILL)
-                process.wait(timeout=self.stop_timeout)
-        return process.returncode
+        return signal_and_reap(self.process, sig, self.stop_timeout)
 
     def stop(self) -> int | None:
         """SIGTERM by PID, wait up to ``stop_timeout`` (then SIGKILL); returns the exit status."""

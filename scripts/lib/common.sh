@@ -10,7 +10,10 @@ BUILD_PACKAGES=(pkg-config libwebsockets-dev libwebsockets-evlib-ev libev-dev li
 # chromium + chromium-driver: the browser library and demo app in a real browser (selenium);
 # nodejs: the browser library's unit tests (node --test); iproute2: ss -K for the browser resume test;
 # gdb: the stacks scripts/test prints of a step that hangs (scripts/lib/bounded.sh).
-TEST_PACKAGES=(openssl python3 python3-venv python3-pip curl procps janus chromium chromium-driver nodejs iproute2 systemd gdb)
+# postgresql (15 on Debian 12) + haproxy: the scale-out fixtures (Tests/e2e/pgserver.py, haproxy.py) run
+# their own server and balancer on free ports; they use no packaged cluster or service, started or not.
+TEST_PACKAGES=(openssl python3 python3-venv python3-pip curl procps janus chromium chromium-driver nodejs iproute2 systemd gdb
+    postgresql haproxy)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
