@@ -47,6 +47,7 @@ extension WebhookDispatcher {
             state.previousSecret = state.secret ?? configured.secret
             state.previousUntil = until
             state.secret = secret
+            state.configuredDigest = WebhookSignature.digest(ofConfiguredSecret: configured.secret)
             do throws(SwitchboardError) {
                 try applyOrThrow([.saveWebhookEndpoint(state)])
             } catch {

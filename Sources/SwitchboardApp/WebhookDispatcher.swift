@@ -71,7 +71,25 @@ public final class WebhookDispatcher: @unchecked Sendable {
         let started: Result<Void, SwitchboardError> = executor.sync {
             // Messages handed over before now (by the call hub's restart) are held already;
             // enqueueing them again from the store is a no-op.
-            for state in stored { scheduler.updateEndpoint(state) }
+            var reset: [WebhookEndpointState] = []
+            for state in stored {
+                if let secret = settings.endpoint(named: state.name)?.secret, let kept = state.reconciled(withConfiguredSecret: secret) {
+                    reset.append(kept)
+                    scheduler.updateEndpoint(kept)
+                } else {
+                    scheduler.updateEndpoint(state)
+                }
+            }
+            if !reset.isEmpty {
+                do throws(SwitchboardError) {
+                    try applyOrThrow(reset.map { .saveWebhookEndpoint($0) })
+                } catch {
+                    return .failure(error)
+                }
+                logger.notice(
+                    "the configured webhook secret changed since the last rotation: it signs now, the rotated secrets are dropped",
+                    metadata: ["endpoints": "\(reset.map(\.name))"])
+            }
             let known = configured
             let orphaned = pending.filter { !known.contains($0.delivery.endpoint) }
             if !orphaned.isEmpty {

@@ -113,7 +113,7 @@ extension SQLiteStore: WebhookStore {
                 try Row.fetchAll(db, sql: "SELECT * FROM webhook_endpoint ORDER BY name").map { row in
                     WebhookEndpointState(
                         name: row["name"], secret: row["secret"], previousSecret: row["previous_secret"], previousUntil: row["previous_until"],
-                        disabledAt: row["disabled_at"])
+                        disabledAt: row["disabled_at"], configuredDigest: row["configured_digest"])
                 }
             }
         }

@@ -73,6 +73,11 @@ enum StoreMigrations {
         }
         migrator.registerMigration("v9_call_number") { db in try keyCallRowsOnCallNumber(db) }
         migrator.registerMigration("v10_webhooks") { db in try createWebhookTables(db) }
+        migrator.registerMigration("v11_webhook_configured_digest") { db in
+            // What configured secret a rotation replaced (its digest), so that a later change of
+            // the configuration wins over the rotated secret (WebhookEndpointState.reconciled).
+            try db.execute(sql: "ALTER TABLE webhook_endpoint ADD COLUMN configured_digest TEXT")
+        }
         return migrator
     }
 

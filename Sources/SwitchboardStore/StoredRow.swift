@@ -97,7 +97,7 @@ struct StoredRow: Sendable, Equatable {
         case .saveWebhookEndpoint(let endpoint):
             self.init(.webhookEndpoint, [
                 endpoint.name, endpoint.secret, endpoint.previousSecret, StoredTime.text(endpoint.previousUntil),
-                StoredTime.text(endpoint.disabledAt),
+                StoredTime.text(endpoint.disabledAt), endpoint.configuredDigest,
             ])
         case .saveDevice(let device):
             self.init(.device, [device.provider.rawValue, device.token, device.userID.rawValue, StoredTime.text(device.createdAt)])
@@ -115,21 +115,21 @@ struct StoredRow: Sendable, Equatable {
     }
 
     /// A row read back from a batch log record, which may have been written by an earlier
-    /// version: a `.call` row of before migration `v10_webhooks` has no `event_seq` (12 values)
-    /// and is kept so, to run that version's statement (``sql``). `nil` when the kind never had
-    /// `values.count` values.
+    /// version and is kept so, to run that version's statement (``sql``): a `.call` row of before
+    /// migration `v10_webhooks` has no `event_seq` (12 values), a `.webhookEndpoint` row of
+    /// before `v11_webhook_configured_digest` no `configured_digest` (5 values). `nil` when the
+    /// kind never had `values.count` values.
     init?(decoding kind: Kind, values: [DatabaseValue]) {
-        guard values.count == kind.arity || (kind == .call && values.count == Kind.callArityBeforeEventSeq) else { return nil }
+        guard values.count == kind.arity || Kind.earlierStatement(kind, arity: values.count) != nil else { return nil }
         self.init(kind: kind, values: values)
     }
 
-    /// The row's statement: its kind's, but for a `.call` row an earlier version wrote to the
-    /// batch log, which runs that version's statement. Such a row does not know `event_seq`, so
-    /// it leaves it alone (a new call gets the column's default, 0), and it folds whether or not
-    /// the file is migrated yet: `switchboard migrate` opens the store, and so folds the log,
-    /// before it applies `v10_webhooks`.
+    /// The row's statement: its kind's, but for a row an earlier version wrote to the batch log,
+    /// which runs that version's statement. Such a row leaves alone the column it does not know
+    /// (a new row gets the column's default), and it folds whether or not the file is migrated
+    /// yet: `switchboard migrate` opens the store, and so folds the log, before it migrates.
     var sql: String {
-        kind == .call && values.count == Kind.callArityBeforeEventSeq ? Kind.callStatementBeforeEventSeq : kind.sql
+        values.count == kind.arity ? kind.sql : Kind.earlierStatement(kind, arity: values.count) ?? kind.sql
     }
 
     /// Runs the rows' statements in order, numbering each call (`call_key`) before the first row
@@ -305,9 +305,11 @@ extension StoredRow.Kind {
             """
         case .webhookEndpoint:
             """
-            INSERT INTO webhook_endpoint (name, secret, previous_secret, previous_until, disabled_at) VALUES (?, ?, ?, ?, ?)
+            INSERT INTO webhook_endpoint (name, secret, previous_secret, previous_until, disabled_at, configured_digest)
+            VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT(name) DO UPDATE SET secret = excluded.secret, previous_secret = excluded.previous_secret,
-              previous_until = excluded.previous_until, disabled_at = excluded.disabled_at
+              previous_until = excluded.previous_until, disabled_at = excluded.disabled_at,
+              configured_digest = excluded.configured_digest
             """
         case .device:
             """
@@ -331,7 +333,7 @@ extension StoredRow.Kind {
         case .placement: 7
         case .webhookMessage: 6
         case .webhookDelivery: 12
-        case .webhookEndpoint: 5
+        case .webhookEndpoint: 6
         case .device: 4
         case .deleteDevice: 2
         }
@@ -339,6 +341,25 @@ extension StoredRow.Kind {
 
     /// A `.call` row's values before migration `v10_webhooks` added `event_seq`.
     static let callArityBeforeEventSeq = 12
+    /// A `.webhookEndpoint` row's values before `v11_webhook_configured_digest`.
+    static let endpointArityBeforeDigest = 5
+
+    /// The statement of an earlier version's row of `kind` with `arity` values; `nil` when no
+    /// version wrote such a row.
+    static func earlierStatement(_ kind: StoredRow.Kind, arity: Int) -> String? {
+        switch (kind, arity) {
+        case (.call, callArityBeforeEventSeq): callStatementBeforeEventSeq
+        case (.webhookEndpoint, endpointArityBeforeDigest): endpointStatementBeforeDigest
+        default: nil
+        }
+    }
+
+    /// The `.webhookEndpoint` statement before `v11_webhook_configured_digest`.
+    static let endpointStatementBeforeDigest = """
+        INSERT INTO webhook_endpoint (name, secret, previous_secret, previous_until, disabled_at) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT(name) DO UPDATE SET secret = excluded.secret, previous_secret = excluded.previous_secret,
+          previous_until = excluded.previous_until, disabled_at = excluded.disabled_at
+        """
 
     /// The `.call` statement before migration `v10_webhooks`, for such rows.
     static let callStatementBeforeEventSeq = """

@@ -173,6 +173,41 @@ final class WebhookDispatcherTests: XCTestCase {
         }
     }
 
+    /// The operator changes the configured secret after a rotation (say after a leak): at the
+    /// next start the configured secret alone signs and the rotated ones are dropped for good.
+    /// The same configured secret keeps the rotation; so does a rotation stored without a digest
+    /// (made by an earlier version).
+    func test_aConfiguredSecretChangedAfterARotationWinsAtTheNextStart() throws {
+        var dispatcher = try dispatcher()
+        let rotated = try dispatcher.rotateSecret(endpoint: "main", grace: .zero)
+        dispatcher.stop()
+        dispatcher = try self.dispatcher()
+        dispatcher.committed(try commit("default:a", 1))
+        settle(dispatcher)
+        XCTAssertEqual(poster.attempts.last?.keys, [try WebhookSignature.key(fromSecret: rotated.secret)], "same configuration: the rotation stands")
+        dispatcher.stop()
+
+        let changed = "whsec_" + Data(repeating: 9, count: 32).base64EncodedString()
+        var settings = settings()
+        settings.endpoints[0].secret = changed
+        dispatcher = try self.dispatcher(settings)
+        dispatcher.committed(try commit("default:a", 2))
+        settle(dispatcher)
+        XCTAssertEqual(poster.attempts.last?.keys, [try WebhookSignature.key(fromSecret: changed)])
+        XCTAssertEqual(try store.webhookEndpointStates(), [WebhookEndpointState(name: "main")], "dropped in the store too")
+        dispatcher.stop()
+
+        var legacy = WebhookEndpointState(name: "main", secret: rotated.secret)
+        try store.apply([.saveWebhookEndpoint(legacy)])
+        dispatcher = try self.dispatcher(settings)
+        defer { dispatcher.stop() }
+        dispatcher.committed(try commit("default:a", 3))
+        settle(dispatcher)
+        XCTAssertEqual(poster.attempts.last?.keys, [try WebhookSignature.key(fromSecret: rotated.secret)], "no digest: the rotation stands")
+        legacy.configuredDigest = nil
+        XCTAssertEqual(try store.webhookEndpointStates(), [legacy])
+    }
+
     func test_aRestartSendsWhatWasPendingWithTheSameIds() throws {
         var dispatcher = try dispatcher()
         poster.holdsAttempts = true

@@ -49,7 +49,7 @@ final class SQLiteStoreCallNumberTests: XCTestCase, CallFixtures {
 
         let store = try SQLiteStore(configuration: configuration)
         XCTAssertEqual(try store.appliedMigrations(), SQLiteStore.knownMigrations)
-        XCTAssertEqual(try store.appliedMigrations().suffix(2), ["v9_call_number", "v10_webhooks"])
+        XCTAssertEqual(try store.appliedMigrations().suffix(3), ["v9_call_number", "v10_webhooks", "v11_webhook_configured_digest"])
         let zeta = try XCTUnwrap(store.callDetail(cid("zeta"), eventLimit: 10))
         XCTAssertEqual(zeta.members.map(\.userID.rawValue), ["bob"])
         XCTAssertEqual(zeta.sessions.map(\.sessionID.rawValue), ["s-1"])

@@ -114,7 +114,8 @@ final class SQLiteStoreCallTests: XCTestCase, CallFixtures {
 
         let upgraded = try SQLiteStore(configuration: StoreConfiguration(directory: other.path))
         XCTAssertEqual(
-            Array(SQLiteStore.knownMigrations.suffix(4)), ["v7_sfu_kinds", "v8_batch_log", "v9_call_number", "v10_webhooks"],
+            Array(SQLiteStore.knownMigrations.suffix(5)),
+            ["v7_sfu_kinds", "v8_batch_log", "v9_call_number", "v10_webhooks", "v11_webhook_configured_digest"],
             "v7 gives every SFU row a kind (heartbeat)")
         XCTAssertEqual(try upgraded.appliedMigrations(), SQLiteStore.knownMigrations)
         XCTAssertEqual(

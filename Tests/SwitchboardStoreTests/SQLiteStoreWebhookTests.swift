@@ -158,13 +158,43 @@ final class SQLiteStoreWebhookTests: XCTestCase, CallFixtures {
 
         let store = try store(directory, migrate: false)
         XCTAssertEqual(store.foldStats.batches, 1)
-        XCTAssertEqual(try store.migrate(), ["v10_webhooks"])
+        XCTAssertEqual(try store.migrate(), ["v10_webhooks", "v11_webhook_configured_digest"])
         XCTAssertEqual(try store.appliedMigrations(), SQLiteStore.knownMigrations)
         XCTAssertEqual(try store.loadCall(cid("c1"))?.call, call("c1"))
         XCTAssertEqual(try store.callDetail(cid("c1"), eventLimit: 5)?.events, [event("c1", 1)])
         try store.apply([.enqueueWebhook(message("msg_1"), endpoints: ["ops"])])
         XCTAssertEqual(try store.pendingWebhooks().map(\.message.id), ["msg_1"])
         XCTAssertEqual(try store.integrityCheck(), "ok")
+    }
+
+    /// An endpoint row of a version before `v11_webhook_configured_digest` (5 values, in a
+    /// crashed daemon's log) folds into a v10 file, and after the migration reads back with no
+    /// digest; this build's rows of the same endpoint coalesce with it and set the digest.
+    func test_anEndpointRowOfThePreviousVersionFoldsBeforeAndAfterTheMigration() throws {
+        let rotated = WebhookEndpointState(
+            name: "ops", secret: "whsec_new", previousSecret: "whsec_old", previousUntil: date(60), configuredDigest: "d1")
+        let row = try StoredRow(.saveWebhookEndpoint(rotated))
+        let old = StoredRow(kind: .webhookEndpoint, values: Array(row.values.dropLast()))
+        XCTAssertEqual(BatchCodec.decode(BatchCodec.encode([old])), [old])
+        XCTAssertEqual(old.sql, StoredRow.Kind.endpointStatementBeforeDigest)
+        XCTAssertFalse(old.sql.contains("configured_digest"))
+        XCTAssertTrue(row.sql.contains("configured_digest"))
+        XCTAssertEqual(old.key, row.key, "both versions' rows of one endpoint coalesce")
+        XCTAssertNil(BatchCodec.decode(BatchCodec.encode([StoredRow(kind: .webhookEndpoint, values: Array(old.values.dropLast()))])))
+
+        let directory = try temporaryDirectory()
+        let raw = try DatabaseQueue(path: StoreConfiguration(directory: directory).databasePath)
+        try SQLiteStore.migrate(raw, upTo: "v10_webhooks")
+        try raw.close()
+        try appendToTheLog(directory, [[old]])
+        let store = try store(directory, migrate: false)
+        XCTAssertEqual(store.foldStats.batches, 1, "folded into the v10 tables")
+        XCTAssertEqual(try store.migrate(), ["v11_webhook_configured_digest"])
+        var expected = rotated
+        expected.configuredDigest = nil
+        XCTAssertEqual(try store.webhookEndpointStates(), [expected])
+        try store.apply([.saveWebhookEndpoint(rotated)])
+        XCTAssertEqual(try store.webhookEndpointStates(), [rotated])
     }
 
     // MARK: - Indexes

@@ -133,13 +133,31 @@ public struct WebhookEndpointState: Sendable, Equatable {
     public var previousUntil: Date?
     /// When the endpoint answered 410 Gone; nothing is sent to it until it is enabled again.
     public var disabledAt: Date?
+    /// The digest of the configured secret when ``secret`` was set by a rotation
+    /// (``WebhookSignature/digest(ofConfiguredSecret:)``); `nil` for a rotation of a version
+    /// that did not keep it.
+    public var configuredDigest: String?
 
-    public init(name: String, secret: String? = nil, previousSecret: String? = nil, previousUntil: Date? = nil, disabledAt: Date? = nil) {
+    public init(
+        name: String, secret: String? = nil, previousSecret: String? = nil, previousUntil: Date? = nil, disabledAt: Date? = nil,
+        configuredDigest: String? = nil
+    ) {
         self.name = name
         self.secret = secret
         self.previousSecret = previousSecret
         self.previousUntil = previousUntil
         self.disabledAt = disabledAt
+        self.configuredDigest = configuredDigest
+    }
+
+    /// The state to keep at a start whose configured secret is `configured`: `nil` when this
+    /// one stands. When the configured secret changed since the last rotation, the operator's
+    /// change wins: the rotated secret and the previous one are dropped, and the configured
+    /// secret alone signs. A rotation of a version that kept no digest stands (which secret
+    /// the operator meant is unknown; the rotated one has been signing since).
+    public func reconciled(withConfiguredSecret configured: String) -> WebhookEndpointState? {
+        guard secret != nil, let configuredDigest, configuredDigest != WebhookSignature.digest(ofConfiguredSecret: configured) else { return nil }
+        return WebhookEndpointState(name: name, disabledAt: disabledAt)
     }
 }
 

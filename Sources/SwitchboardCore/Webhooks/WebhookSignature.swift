@@ -40,6 +40,16 @@ public enum WebhookSignature {
         secretPrefix + Data(key).base64EncodedString()
     }
 
+    /// What the store keeps of the configured secret a rotation replaced: the hex SHA-256 of a
+    /// label and the secret, so that a start can tell whether the configuration changed since
+    /// (``WebhookEndpointState/reconciled(withConfiguredSecret:)``) without storing it.
+    public static func digest(ofConfiguredSecret secret: String) -> String {
+        SHA256.hash(data: Array("switchboard configured webhook secret\u{0}\(secret)".utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+
     /// A new secret of ``generatedKeyBytes`` key bytes drawn from `generator` (the host passes a
     /// cryptographically secure one, e.g. `SystemRandomNumberGenerator`).
     public static func newSecret(using generator: inout some RandomNumberGenerator) -> String {

@@ -104,4 +104,25 @@ final class WebhookSignatureTests: XCTestCase {
             XCTAssertEqual(String(decoding: message.body, as: UTF8.self), String(decoding: object.bytes, as: UTF8.self))
         }
     }
+
+    func test_aRotationStandsUntilTheConfiguredSecretChanges() {
+        let old = "whsec_" + Data(repeating: 1, count: 32).base64EncodedString()
+        let new = "whsec_" + Data(repeating: 2, count: 32).base64EncodedString()
+        let digest = WebhookSignature.digest(ofConfiguredSecret: old)
+        XCTAssertEqual(digest.count, 64)
+        XCTAssertTrue(digest.allSatisfy { $0.isHexDigit && !$0.isUppercase })
+        XCTAssertEqual(digest, WebhookSignature.digest(ofConfiguredSecret: old))
+        XCTAssertNotEqual(digest, WebhookSignature.digest(ofConfiguredSecret: new))
+        XCTAssertFalse(digest.contains(old.dropFirst(6)), "the digest is not the secret")
+
+        let gone = Date(timeIntervalSince1970: 5)
+        let rotated = WebhookEndpointState(
+            name: "ops", secret: "whsec_r", previousSecret: old, previousUntil: gone, disabledAt: gone, configuredDigest: digest)
+        XCTAssertNil(rotated.reconciled(withConfiguredSecret: old), "same configuration")
+        XCTAssertEqual(rotated.reconciled(withConfiguredSecret: new), WebhookEndpointState(name: "ops", disabledAt: gone))
+        var legacy = rotated
+        legacy.configuredDigest = nil
+        XCTAssertNil(legacy.reconciled(withConfiguredSecret: new), "no digest: which secret was meant is unknown")
+        XCTAssertNil(WebhookEndpointState(name: "ops", disabledAt: gone, configuredDigest: digest).reconciled(withConfiguredSecret: new), "nothing rotated")
+    }
 }

@@ -175,7 +175,8 @@ extension CallStoreContract {
         let store = try makeOutboxStore()
         XCTAssertEqual(try store.webhookEndpointStates(), [])
         let rotated = WebhookEndpointState(
-            name: "ops", secret: "whsec_new", previousSecret: "whsec_old", previousUntil: date(86_400), disabledAt: nil)
+            name: "ops", secret: "whsec_new", previousSecret: "whsec_old", previousUntil: date(86_400), disabledAt: nil,
+            configuredDigest: WebhookSignature.digest(ofConfiguredSecret: "whsec_old"))
         let gone = WebhookEndpointState(name: "billing", disabledAt: date(60))
         try store.apply([.saveWebhookEndpoint(rotated), .saveWebhookEndpoint(gone)])
         XCTAssertEqual(try store.webhookEndpointStates(), [gone, rotated], "by name")
@@ -185,6 +186,7 @@ extension CallStoreContract {
         rotatedAgain.secret = "whsec_newer"
         rotatedAgain.previousSecret = "whsec_new"
         rotatedAgain.previousUntil = date(90_000)
+        rotatedAgain.configuredDigest = nil
         try store.apply([.saveWebhookEndpoint(enabled)])
         try store.apply([.saveWebhookEndpoint(rotatedAgain)])
         XCTAssertEqual(try store.webhookEndpointStates(), [enabled, rotatedAgain])
