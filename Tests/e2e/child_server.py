@@ -3,8 +3,9 @@
 ``ChildServer`` is the part ``pgserver.PostgresServer`` and ``haproxy.HAProxy`` share: the
 process it starts (signalled only by its PID), its folder ``dir`` (removed on ``close()`` unless
 ``keep_dir``), its output file ``log_path``, and the ``with`` block (``start()`` / ``close()``).
-Beside it: ``/proc`` helpers to tell when processes are gone (``pid_gone``, ``descendant_pids``)
-and ``wait_until``, a deadline-bounded poll for any condition (never a fixed sleep).
+Beside it: ``wait_until``, a deadline-bounded poll for any condition (never a fixed sleep), and
+``signal_and_reap``. The ``/proc`` helpers that tell when processes are gone (``pid_gone``,
+``descendant_pids``, ``proc_state``) are in ``procinfo.py``.
 """
 
 from __future__ import annotations
@@ -15,43 +16,6 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-
-
-def _proc_stat(pid: int) -> list[str] | None:
-    """The fields of ``/proc/PID/stat`` after the command name (state first), or None when gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return text[text.rindex(")") + 2:].split()
-
-
-def proc_state(pid: int) -> str | None:
-    """The state letter of ``pid`` (``R``, ``S``, ``T`` stopped, ``Z`` zombie, …), or None when gone."""
-    fields = _proc_stat(pid)
-    return fields[0] if fields else None
-
-
-def pid_gone(pid: int) -> bool:
-    """Whether ``pid`` has exited: no ``/proc/PID`` left, or only a zombie no one reaped yet
-    (a child of the postmaster is reparented to PID 1, which in a container may never reap it)."""
-    return proc_state(pid) in (None, "Z", "X")
-
-
-def descendant_pids(pid: int) -> list[int]:
-    """Every live descendant of ``pid`` (children, their children, …), from ``/proc``."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            fields = _proc_stat(int(entry.name))
-            if fields and fields[0] not in ("Z", "X"):
-                children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found, queue = [], [pid]
-    while queue:
-        for child in children.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return found
 
 
 def wait_until(predicate, timeout: float, what: str) -> None:

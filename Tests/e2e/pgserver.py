@@ -53,8 +53,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from child_server import ChildServer, descendant_pids, pid_gone, proc_state, wait_until
+from child_server import ChildServer, wait_until
 from janus_config import free_tcp_ports
+from procinfo import descendant_pids, pid_gone, proc_state
 
 TOOLS = ("initdb", "postgres", "psql", "pg_isready")
 SERVER_USER = "postgres"

@@ -28,8 +28,9 @@ import pytest
 import haproxy
 import pgserver
 from haproxy import HAProxy
-from child_server import descendant_pids, pid_gone, wait_until
+from child_server import wait_until
 from pgserver import PostgresServer
+from procinfo import descendant_pids, pid_gone
 
 PACKAGED_PG_PORT = 5432
 

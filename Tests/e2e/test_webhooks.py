@@ -12,38 +12,34 @@ Each test starts its own daemon (free ports, its own state directory, a JSON con
   ``enable`` sends them in order;
 - dead letter after ``webhooks.retry_horizon_ms``; the lane goes on; an admin retry delivers the
   dead one with the same webhook-id; retrying a delivered one is 409;
-- secret rotation: two signatures, each verifying on its own; ``grace_ms: 0`` leaves only the new
-  secret; the rotation survives a restart;
 - push devices on the call protocol and the admin API, and their refusals;
 - bad ``webhooks.*`` configuration is refused naming the key.
+
+Secret rotation is in test_webhook_secrets.py; the ``/proc`` readings in procinfo.py.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import os
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from conftest import _daemon_binary, daemon_env
+from procinfo import child_pids, sockets, thread_priorities
 from webhook_harness import (  # noqa: F401 - fixtures
+    CLOCK_SLACK_MS,
     assert_nothing_more,
+    config,
     daemons,
     new_secret,
+    now_ms,
     receiver,
     wait_until,
     write_config,
 )
-from webhook_receiver import Attempt, WebhookReceiver, duplicate_violations, order_violations
-
-CLOCK_SLACK_MS = 2000
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
+from webhook_receiver import Attempt, duplicate_violations, order_violations
 
 
 def check_message(attempt: Attempt, cid: str, since_ms: int, until_ms: int, created_by: str = "alice") -> None:
@@ -65,51 +61,6 @@ def check_message(attempt: Attempt, cid: str, since_ms: int, until_ms: int, crea
     assert {k: call[k] for k in ("cid", "type", "id", "created_by")} == {
         "cid": cid, "type": call_type, "id": call_id, "created_by": created_by}, body
     assert type(call["created_at"]) is int and type(call["session"]) is int, body
-
-
-def thread_priorities(pid: int) -> dict[int, tuple[str, int, int]]:
-    """Each thread of ``pid``: its name, nice value and scheduling policy (``/proc/PID/task/TID/stat``
-    fields 19 and 41; policy 0 is SCHED_OTHER, 5 SCHED_IDLE)."""
-    threads: dict[int, tuple[str, int, int]] = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            stat = (task / "stat").read_text()
-        except FileNotFoundError:
-            continue  # the thread ended meanwhile
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()  # fields[0] is field 3 (state)
-        threads[int(task.name)] = (name, int(fields[16]), int(fields[38]))
-    return threads
-
-
-def _sockets(pid: int) -> set[str]:
-    """The sockets ``pid`` holds open, as ``socket:[inode]``."""
-    held = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:"):
-            held.add(target)
-    return held
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return int(stat[stat.rindex(")") + 2:].split()[1])
-
-
-def config(receiver: WebhookReceiver, secrets: dict[str, str], **extra: Any) -> dict[str, Any]:
-    """``webhooks.*`` for endpoints named after ``secrets``' keys, each on the receiver."""
-    return {
-        "endpoints": [f"{name}={receiver.endpoint(name, secret)}" for name, secret in secrets.items()],
-        "secrets": [f"{name}={secret}" for name, secret in secrets.items()],
-        **extra,
-    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,12 +157,12 @@ def test_meeting_and_ringing_call_events_arrive_signed_and_in_order(daemons, rec
     main_nice = threads[daemon.process.pid][1]
     slowed = {tid: t for tid, t in threads.items() if t[1] > main_nice + 2 or t[2] != 0}
     assert slowed == {}, f"threads not at the daemon's priority (name, nice, policy): {slowed}"
-    workers = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(int(p.name)) == daemon.process.pid]
+    workers = child_pids(daemon.process.pid)
     assert len(workers) == 1, f"one worker process: {workers}"
     worker_threads = thread_priorities(workers[0])
     assert worker_threads and all(policy == 5 for _, _, policy in worker_threads.values()), worker_threads
     # The worker holds none of the daemon's sockets (its listeners, clients, store): only its own.
-    shared = _sockets(daemon.process.pid) & _sockets(workers[0])
+    shared = sockets(daemon.process.pid) & sockets(workers[0])
     assert shared == set(), f"sockets the worker inherited from the daemon: {shared}"
     alice.close()
     bob.close()
@@ -338,59 +289,6 @@ def test_dead_letter_after_the_retry_horizon_then_admin_retry_delivers_it(daemon
     assert status == 404 and body["error"]["code"] == "not_found", (status, body)
     status, body = daemon.admin("POST", f"/v1/webhooks/endpoints/nope/deliveries/{message_id}/retry", {})
     assert status == 404 and body["error"]["code"] == "not_found", (status, body)
-    alice.close()
-
-
-# ---------------------------------------------------------------------------------------------
-# 7. Secret rotation
-
-
-def test_rotated_secret_signs_alongside_the_old_one_until_the_grace_ends(daemons, receiver) -> None:
-    old = new_secret()
-    daemon = daemons.start(config(receiver, {"main": old}))
-    alice = daemon.client("alice")
-    alice.ok("call.get_or_create", {"type": "default", "id": "s1"})
-    first = receiver.wait_for(lambda r: r.delivered(), what="s1")[0]
-    assert len(first.signatures()) == 1 and first.verified == {"secret0": True}
-
-    before = now_ms()
-    rotated = daemon.admin_ok("POST", "/v1/webhooks/endpoints/main/rotate_secret", {})
-    new = rotated["secret"]
-    assert new.startswith("whsec_") and new != old, rotated
-    assert len(base64.b64decode(new[len("whsec_"):], validate=True)) == 32, rotated
-    day = 86_400_000
-    assert before + day - CLOCK_SLACK_MS <= rotated["previous_secret_until"] <= now_ms() + day + CLOCK_SLACK_MS, rotated
-    assert daemon.endpoints()["main"]["previous_secret_until"] == rotated["previous_secret_until"]
-
-    receiver.require("main", {"old": old, "new": new})
-    alice.ok("call.get_or_create", {"type": "default", "id": "s2"})
-    second = receiver.wait_for(lambda r: [a for a in r.delivered() if a.call_cid == "default:s2"], what="s2")[0]
-    assert len(second.signatures()) == 2, second.signature
-    assert second.verified == {"old": True, "new": True}, second.verified
-
-    latest = daemon.admin_ok("POST", "/v1/webhooks/endpoints/main/rotate_secret", {"grace_ms": 0})["secret"]
-    assert latest not in (old, new)
-    assert daemon.endpoints()["main"]["previous_secret_until"] is None
-    receiver.require("main", {"latest": latest}, extra={"old": old, "new": new})
-    alice.ok("call.get_or_create", {"type": "default", "id": "s3"})
-    third = receiver.wait_for(lambda r: [a for a in r.delivered() if a.call_cid == "default:s3"], what="s3")[0]
-    assert len(third.signatures()) == 1, third.signature
-    assert third.verified == {"latest": True, "old": False, "new": False}, third.verified
-
-    status, body = daemon.admin("POST", "/v1/webhooks/endpoints/main/rotate_secret", {"grace_ms": -1})
-    assert status == 400 and body["error"]["code"] == "invalid_request", (status, body)
-    status, body = daemon.admin("POST", "/v1/webhooks/endpoints/nope/rotate_secret", {})
-    assert status == 404 and body["error"]["code"] == "not_found", (status, body)
-
-    # The rotation is stored: after a restart the latest secret still signs, alone.
-    alice.close()
-    daemon.stop()
-    daemon = daemons.restart(daemon)
-    alice = daemon.client("alice")
-    alice.ok("call.get_or_create", {"type": "default", "id": "s4"})
-    fourth = receiver.wait_for(lambda r: [a for a in r.delivered() if a.call_cid == "default:s4"], what="s4")[0]
-    assert fourth.verified == {"latest": True, "old": False, "new": False}, fourth.verified
-    assert receiver.failures == []
     alice.close()
 
 

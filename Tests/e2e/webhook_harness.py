@@ -1,8 +1,9 @@
 """The daemon and the call-protocol clients of the webhook end-to-end tests.
 
-- :func:`webhook_config` writes a JSON config file (``--config``) with the ``webhooks.*`` keys;
+- :func:`write_config` writes a JSON config file (``--config``) with the ``webhooks.*`` keys;
   a file because ``webhooks.events`` entries hold commas, which an array-valued environment
   variable would split. Other keys go in the environment, as in ``conftest.daemon_env``.
+- :func:`config` is those keys for endpoints on the test's receiver, one secret each.
 - :class:`Daemon` runs ``switchboard serve --host 127.0.0.1 --port 0 --admin-port 0
   --state-dir DIR --config FILE`` (free ports, the test's own state directory), reads the
   ready line for both ports, and can be SIGKILLed by PID and started again on the same state
@@ -77,6 +78,25 @@ def write_config(path: Path, webhooks: dict[str, Any], **sections: dict[str, Any
     """Writes ``{"webhooks": webhooks, **sections}`` to ``path``."""
     path.write_text(json.dumps({"webhooks": webhooks, **sections}, indent=2))
     return path
+
+
+def config(receiver: WebhookReceiver, secrets: dict[str, str], **extra: Any) -> dict[str, Any]:
+    """``webhooks.*`` for endpoints named after ``secrets``' keys, each on the receiver (which
+    then requires each endpoint's requests to verify with its secret)."""
+    return {
+        "endpoints": [f"{name}={receiver.endpoint(name, secret)}" for name, secret in secrets.items()],
+        "secrets": [f"{name}={secret}" for name, secret in secrets.items()],
+        **extra,
+    }
+
+
+#: How far the daemon's clock and the test's may disagree, in milliseconds.
+CLOCK_SLACK_MS = 2000
+
+
+def now_ms() -> int:
+    """The wall clock in milliseconds, as the daemon writes times."""
+    return int(time.time() * 1000)
 
 
 # ---------------------------------------------------------------------------------------------
