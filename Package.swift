@@ -35,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket", from: "1.6.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The C boundary: Debian's libwebsockets 4.1 and libev.
@@ -75,6 +76,15 @@ let package = Package(
         .target(
             name: "SwitchboardStore",
             dependencies: ["SwitchboardCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
+        // The store on PostgreSQL through postgres-nio, for several daemons as one service (#17,
+        // ADR 0012). Its own migrations; the same contract suites as the SQLite store.
+        .target(
+            name: "SwitchboardPostgres",
+            dependencies: [
+                "SwitchboardCore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         // Signed user tokens (HS256 JWTs) through jwt-kit.
@@ -243,7 +253,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchboardStoreTests",
-            dependencies: ["SwitchboardStore", "SwitchboardCore", "SwitchboardTesting", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "SwitchboardStore", "SwitchboardPostgres", "SwitchboardCore", "SwitchboardTesting", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

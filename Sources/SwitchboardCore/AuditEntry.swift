@@ -25,6 +25,16 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     }
 }
 
+extension AuditEntry {
+    /// The rule every store applies before it appends: no text holds NUL (SQLite's and
+    /// PostgreSQL's text both stop at or refuse it), refused rather than stored truncated.
+    public func validate() throws(SwitchboardError) {
+        for text in [actor, action, target, detail] where text.utf8.contains(0) {
+            throw SwitchboardError(.invalidRequest, "audit text must not contain NUL characters")
+        }
+    }
+}
+
 /// The store port for the audit log. Implementations commit before returning: a returned
 /// entry is durable.
 public protocol AuditLog: Sendable {

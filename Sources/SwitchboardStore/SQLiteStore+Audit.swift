@@ -4,10 +4,7 @@ import SwitchboardCore
 
 extension SQLiteStore: AuditLog, StoreHealth {
     public func append(_ entry: AuditEntry) throws -> AuditEntry {
-        // SQLite text stops at NUL: refuse rather than store a truncated value.
-        for text in [entry.actor, entry.action, entry.target, entry.detail] where text.utf8.contains(0) {
-            throw SwitchboardError(.invalidRequest, "audit text must not contain NUL characters")
-        }
+        try entry.validate()
         return try pool.write { db in
             try db.execute(
                 sql: "INSERT INTO audit_log (at, actor, action, target, detail) VALUES (?, ?, ?, ?, ?)",

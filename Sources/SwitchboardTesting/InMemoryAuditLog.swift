@@ -15,7 +15,8 @@ public final class InMemoryAuditLog: AuditLog, StoreHealth, @unchecked Sendable 
     public var all: [AuditEntry] { lock.withLock { stored } }
 
     public func append(_ entry: AuditEntry) throws -> AuditEntry {
-        try lock.withLock {
+        try entry.validate()
+        return try lock.withLock {
             if failing { throw SwitchboardError(.unavailable, "disk full") }
             var saved = entry
             saved.id = Int64(stored.count + 1)
