@@ -17,6 +17,87 @@ enum PostgresMigrations {
                 "CREATE INDEX audit_log_on_action_at ON audit_log (action, at)",
             ]
         ),
+        (
+            // Calls, members and rings, sessions, the event log, resumable connections and
+            // placements. Keys and names compare byte for byte (`COLLATE "C"`), as the SQLite
+            // store's do, whatever the database's own collation. No foreign keys: a batch
+            // commits in any order.
+            "v2_calls",
+            [
+                """
+                CREATE TABLE call (
+                  cid TEXT COLLATE "C" PRIMARY KEY, type TEXT COLLATE "C" NOT NULL, id TEXT COLLATE "C" NOT NULL,
+                  created_by TEXT COLLATE "C" NOT NULL, created_at TIMESTAMPTZ NOT NULL, session BIGINT NOT NULL, ended_at TIMESTAMPTZ,
+                  ended_reason TEXT, rung BOOLEAN NOT NULL, auto_cancel_at TIMESTAMPTZ, empty_deadline TIMESTAMPTZ, custom TEXT NOT NULL,
+                  event_seq BIGINT NOT NULL DEFAULT 0)
+                """,
+                "CREATE INDEX call_on_created_at_cid ON call (created_at, cid)",
+                "CREATE INDEX call_live ON call (cid) WHERE ended_at IS NULL",
+                "CREATE INDEX call_on_type ON call (type)",
+                """
+                CREATE TABLE call_member (
+                  cid TEXT COLLATE "C" NOT NULL, user_id TEXT COLLATE "C" NOT NULL, added_at TIMESTAMPTZ NOT NULL, ring_state TEXT NOT NULL,
+                  ring_reason TEXT, ring_updated_at TIMESTAMPTZ, ring_deadline TIMESTAMPTZ, PRIMARY KEY (cid, user_id))
+                """,
+                "CREATE INDEX call_member_on_user_id ON call_member (user_id)",
+                """
+                CREATE TABLE call_session (
+                  session_id TEXT COLLATE "C" PRIMARY KEY, cid TEXT COLLATE "C" NOT NULL, call_session BIGINT NOT NULL,
+                  user_id TEXT COLLATE "C" NOT NULL, connection_id TEXT COLLATE "C" NOT NULL, role TEXT NOT NULL, joined_at TIMESTAMPTZ NOT NULL,
+                  left_at TIMESTAMPTZ, left_reason TEXT, location TEXT, media TEXT NOT NULL)
+                """,
+                "CREATE INDEX call_session_on_cid_joined_at ON call_session (cid, joined_at)",
+                "CREATE INDEX call_session_active ON call_session (joined_at) WHERE left_at IS NULL",
+                """
+                CREATE TABLE call_event (
+                  seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, cid TEXT COLLATE "C" NOT NULL, call_session BIGINT NOT NULL,
+                  at TIMESTAMPTZ NOT NULL, type TEXT COLLATE "C" NOT NULL, payload TEXT NOT NULL)
+                """,
+                "CREATE INDEX call_event_on_cid_seq ON call_event (cid, seq)",
+                """
+                CREATE TABLE client_connection (
+                  id TEXT COLLATE "C" PRIMARY KEY, user_id TEXT COLLATE "C" NOT NULL, resume_token TEXT NOT NULL,
+                  connected_at TIMESTAMPTZ NOT NULL, token_expires_at TIMESTAMPTZ NOT NULL, detached_at TIMESTAMPTZ)
+                """,
+                """
+                CREATE TABLE call_placement (
+                  call_id TEXT COLLATE "C" PRIMARY KEY, sfu_id TEXT COLLATE "C" NOT NULL, locations TEXT NOT NULL, sources TEXT NOT NULL,
+                  assigned_at TIMESTAMPTZ NOT NULL, reason TEXT NOT NULL, room BIGINT)
+                """,
+            ]
+        ),
+        (
+            // The webhook outbox (a message and one delivery per subscribed endpoint, committed
+            // with the change that raised it), endpoint states and push devices (ADR 0011).
+            "v3_webhooks",
+            [
+                """
+                CREATE TABLE webhook_message (
+                  id TEXT COLLATE "C" PRIMARY KEY, type TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL, lane TEXT COLLATE "C" NOT NULL,
+                  seq BIGINT NOT NULL, data TEXT NOT NULL)
+                """,
+                """
+                CREATE TABLE webhook_delivery (
+                  message_id TEXT COLLATE "C" NOT NULL, endpoint TEXT COLLATE "C" NOT NULL, type TEXT NOT NULL, lane TEXT COLLATE "C" NOT NULL,
+                  seq BIGINT NOT NULL, created_at TIMESTAMPTZ NOT NULL, status TEXT NOT NULL, attempts BIGINT NOT NULL,
+                  next_attempt_at TIMESTAMPTZ, last_attempt_at TIMESTAMPTZ, last_status BIGINT, last_error TEXT,
+                  PRIMARY KEY (message_id, endpoint))
+                """,
+                "CREATE INDEX webhook_delivery_pending ON webhook_delivery (lane, seq, message_id, endpoint) WHERE status = 'pending'",
+                "CREATE INDEX webhook_delivery_on_created_at ON webhook_delivery (created_at, message_id, endpoint)",
+                """
+                CREATE TABLE webhook_endpoint (
+                  name TEXT COLLATE "C" PRIMARY KEY, secret TEXT, previous_secret TEXT, previous_until TIMESTAMPTZ, disabled_at TIMESTAMPTZ,
+                  configured_digest TEXT)
+                """,
+                """
+                CREATE TABLE device (
+                  provider TEXT COLLATE "C" NOT NULL, token TEXT COLLATE "C" NOT NULL, user_id TEXT COLLATE "C" NOT NULL,
+                  created_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (provider, token))
+                """,
+                "CREATE INDEX device_on_user_id_created_at ON device (user_id, created_at)",
+            ]
+        ),
     ]
 
     /// The names of every migration this build knows, in order.

@@ -69,7 +69,7 @@ struct StoredRow: Sendable, Equatable {
             self.init(.session, [
                 session.sessionID.rawValue, session.cid.cid, session.callSession, session.userID.rawValue,
                 session.connection.rawValue, session.role.rawValue, StoredTime.text(session.joinedAt), StoredTime.text(session.leftAt),
-                session.leftReason, try session.location.map(Self.locationText), try Self.mediaText(session.media),
+                session.leftReason, try session.location.map(StoredJSON.location), try StoredJSON.media(session.media),
             ])
         case .appendEvent(let event):
             self.init(.event, [
@@ -84,7 +84,7 @@ struct StoredRow: Sendable, Equatable {
             self.init(.deleteConnection, [id.rawValue])
         case .savePlacement(let placement):
             self.init(.placement, [
-                placement.callID, placement.sfu.rawValue, try Self.jsonText(placement.locations),
+                placement.callID, placement.sfu.rawValue, try StoredJSON.encoded(placement.locations),
                 placement.sources.map(\.rawValue).joined(separator: ","), StoredTime.text(placement.assignedAt), placement.reason,
                 placement.room.map { Int64(bitPattern: $0) },
             ])
@@ -192,44 +192,6 @@ struct StoredRow: Sendable, Equatable {
         case .connection, .deleteConnection, .webhookMessage, .webhookDelivery, .webhookEndpoint, .device, .deleteDevice: return nil
         case .call, .member, .session, .event, .placement, .deletePlacement: return values.first.flatMap(String.fromDatabaseValue)
         }
-    }
-
-    /// A session's media state as JSON, written directly (`JSONEncoder` was a measurable share
-    /// of a join's commit); the same keys and values as its `Codable` form, and a non-finite
-    /// level refused as the encoder refuses it.
-    static func mediaText(_ media: MediaState) throws -> String {
-        guard media.audioLevel.isFinite else {
-            throw EncodingError.invalidValue(media.audioLevel, EncodingError.Context(codingPath: [], debugDescription: "audio_level is not finite"))
-        }
-        return JSONValue.object([
-            "audio": .bool(media.audio), "audio_level": .number(media.audioLevel), "pinned": .bool(media.pinned),
-            "screenshare": .bool(media.screenshare), "speaking": .bool(media.speaking), "video": .bool(media.video),
-        ]).text
-    }
-
-    /// A location hint as JSON with sorted keys, written directly like ``mediaText(_:)`` (its
-    /// `JSONEncoder` was 3 % of the daemon's CPU at 1,000 joins/s); absent fields are left out
-    /// and a non-finite number is refused, as the encoder does.
-    static func locationText(_ location: LocationHint) throws -> String {
-        var fields: [String: JSONValue] = [:]
-        func number(_ value: Double) throws -> JSONValue {
-            guard value.isFinite else {
-                throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: [], debugDescription: "a location number is not finite"))
-            }
-            return .number(value)
-        }
-        if let rtt = location.rtt { fields["rtt"] = .object(try rtt.mapValues(number)) }
-        if let latitude = location.latitude { fields["latitude"] = try number(latitude) }
-        if let longitude = location.longitude { fields["longitude"] = try number(longitude) }
-        if let region = location.region { fields["region"] = .string(region) }
-        if let ip = location.ip { fields["ip"] = .string(ip) }
-        return JSONValue.object(fields).text
-    }
-
-    static func jsonText(_ value: some Encodable) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 }
 

@@ -45,12 +45,12 @@ final class MediaTextTests: XCTestCase {
             MediaState(audioLevel: 1), MediaState(audioLevel: 1e-7),
         ]
         for state in states {
-            let text = try StoredRow.mediaText(state)
+            let text = try StoredJSON.media(state)
             XCTAssertEqual(try JSONDecoder().decode(MediaState.self, from: Data(text.utf8)), state, text)
             let encoded = try JSONSerialization.jsonObject(with: JSONEncoder().encode(state)) as? NSDictionary
             XCTAssertEqual(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? NSDictionary, encoded, text)
         }
-        XCTAssertThrowsError(try StoredRow.mediaText(MediaState(audioLevel: .nan)))
-        XCTAssertThrowsError(try StoredRow.mediaText(MediaState(audioLevel: .infinity)))
+        XCTAssertThrowsError(try StoredJSON.media(MediaState(audioLevel: .nan)))
+        XCTAssertThrowsError(try StoredJSON.media(MediaState(audioLevel: .infinity)))
     }
 }

@@ -2,8 +2,9 @@ import Foundation
 import SwitchboardCore
 import XCTest
 
-/// What every ``CallStore`` does, written once and run against the SQLite store and its
-/// in-memory twin (`CallStoreContractTests.swift`). Each check starts from a new, empty store
+/// What every ``CallStore`` does, written once and run against the SQLite store (with and
+/// without its batch log), its in-memory twin and the PostgreSQL store
+/// (`CallStoreContractTests.swift`). Each check starts from a new, empty store
 /// made by `makeStore`.
 ///
 /// The checks are grouped by area in the `CallStoreContract+*.swift` files. Behaviour only one
