@@ -145,6 +145,7 @@ let package = Package(
                 "SwitchboardApp",
                 "SwitchboardTransport",
                 "SwitchboardStore",
+                "SwitchboardPostgres",
                 "SwitchboardAdmin",
                 "SwitchboardAuth",
                 "SwitchboardSFU",
@@ -160,7 +161,7 @@ let package = Package(
         .executableTarget(
             name: "switchboard",
             dependencies: [
-                "SwitchboardServer", "SwitchboardAuth", "SwitchboardCore", "SwitchboardStore", "SwitchboardTransport",
+                "SwitchboardServer", "SwitchboardAuth", "SwitchboardCore", "SwitchboardStore", "SwitchboardPostgres", "SwitchboardTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -107,10 +107,17 @@ extension CallHub {
 
     func batch(_ body: (inout CallGateway, inout CallGatewayOutput, Date) -> Void, committed: inout Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
+        if outOfSync { resync() }
         var output = CallGatewayOutput()
         let now = wallClock()
         body(&gateway, &output, now)
         gateway.addWebhooks(into: &output, now: now, newID: newID)
+        if outOfSync {
+            // Memory may be ahead of the store: nothing is committed or answered from it.
+            committed = false
+            rollBack(output, snapshot: nil)
+            return
+        }
         guard !output.mutations.isEmpty else {
             finish(output)
             return
@@ -124,18 +131,32 @@ extension CallHub {
         } catch {
             logger.error("call state commit failed; batch rolled back", metadata: ["error": "\(error)", "mutations": "\(output.mutations.count)"])
             committed = false
-            rollBack(output)
+            let snapshot: CallStateSnapshot?
+            do {
+                snapshot = try store.loadLiveState()
+            } catch {
+                logger.critical(
+                    "the store can be neither written nor read; call requests are refused until it can be read again",
+                    metadata: ["error": "\(error)"])
+                snapshot = nil
+                outOfSync = true
+            }
+            rollBack(output, snapshot: snapshot)
         }
     }
 
-    private func rollBack(_ output: CallGatewayOutput) {
-        let snapshot: CallStateSnapshot?
-        do {
-            snapshot = try store.loadLiveState()
-        } catch {
-            logger.critical("the store can be neither written nor read; call state in memory may be ahead of it", metadata: ["error": "\(error)"])
-            snapshot = nil
-        }
+    /// Rebuilds the calls from the store once it can be read again (after ``outOfSync``).
+    private func resync() {
+        guard let snapshot = try? store.loadLiveState() else { return }
+        _ = gateway.rollBack(CallGatewayOutput(), snapshot: snapshot)
+        let placement = self.placement
+        gateway.restoreSFUs { placement.current($0) }
+        outOfSync = false
+        logger.notice("the store can be read again; calls rebuilt from it", metadata: ["calls": "\(snapshot.calls.count)"])
+        metrics.update(from: gateway)
+    }
+
+    private func rollBack(_ output: CallGatewayOutput, snapshot: CallStateSnapshot?) {
         let orphaned = gateway.rollBack(output, snapshot: snapshot)
         // The batch's placements never reached the directory: calls keep the SFUs it holds.
         let placement = self.placement

@@ -20,6 +20,10 @@ public final class CallHub: @unchecked Sendable {
     let logger: Logger
     let metrics: CallMetrics
     var gateway: CallGateway
+    /// Set when a commit failed and the store could not be read to roll back: memory may hold
+    /// changes the store does not. Until a read of the store succeeds and rebuilds the calls
+    /// from it, no batch is committed nor answered from memory (`unavailable`). On ``queue``.
+    var outOfSync = false
     var tokenVerifier: (any TokenVerifier)?
     var transport: (any OutboundTransport)?
     var timer: (any DispatchSourceTimer)?

@@ -98,6 +98,26 @@ enum PostgresMigrations {
                 "CREATE INDEX device_on_user_id_created_at ON device (user_id, created_at)",
             ]
         ),
+        (
+            // The SFU table (the daemon keeps its definitions and last reports; a Janus SFU's
+            // admin secret is kept as where it comes from, never the secret) and the region table.
+            "v4_sfus",
+            [
+                """
+                CREATE TABLE sfu (
+                  id TEXT COLLATE "C" PRIMARY KEY, url TEXT NOT NULL, region TEXT, latitude DOUBLE PRECISION NOT NULL,
+                  longitude DOUBLE PRECISION NOT NULL, capacity BIGINT NOT NULL, weight DOUBLE PRECISION NOT NULL DEFAULT 1,
+                  state TEXT NOT NULL, secret TEXT, reported_load BIGINT NOT NULL DEFAULT 0, last_heartbeat_at TIMESTAMPTZ,
+                  kind TEXT NOT NULL DEFAULT 'heartbeat', admin_url TEXT, admin_secret_source TEXT)
+                """,
+                "CREATE INDEX call_placement_on_sfu_id ON call_placement (sfu_id)",
+                """
+                CREATE TABLE region (
+                  code TEXT COLLATE "C" PRIMARY KEY, name TEXT NOT NULL, kind TEXT NOT NULL, latitude DOUBLE PRECISION NOT NULL,
+                  longitude DOUBLE PRECISION NOT NULL)
+                """,
+            ]
+        ),
     ]
 
     /// The names of every migration this build knows, in order.

@@ -19,18 +19,76 @@ final class PostgresSession: @unchecked Sendable {
     private var connection: PostgresConnection?
     private var connections = 0
 
-    init(configuration: PostgresConnection.Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger) {
+    init(
+        configuration: PostgresConnection.Configuration, statementTimeout: Duration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger
+    ) {
         self.configuration = configuration
+        self.statementTimeout = statementTimeout
         self.group = group
         self.logger = logger
     }
 
-    /// Runs `body` with the connection, connecting first when there is none.
+    /// How long a statement may wait for the server's answer.
+    let statementTimeout: Duration
+
+    /// A statement's answer, set on the connection's event loop and read by the waiting caller
+    /// once `done` is signalled.
+    final class Answer<T>: @unchecked Sendable {
+        private var result: Result<T, any Error>?
+        let done = DispatchSemaphore(value: 0)
+
+        func set(_ result: Result<T, any Error>) {
+            self.result = result
+            done.signal()
+        }
+
+        func get() throws -> T { try result!.get() }
+    }
+
+    /// Runs `body` with the connection, connecting first when there is none. Called on an
+    /// event loop's thread (where blocking on a future would stop that loop, and NIO refuses
+    /// it), the work runs on a thread of its own while the caller waits.
     func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
+        guard MultiThreadedEventLoopGroup.currentEventLoop != nil else { return try locked(body) }
+        return try withoutActuallyEscaping(body) { body in
+            let call = OffLoop<T> { [self] in try locked(body) }
+            DispatchQueue.global().async { call.run() }
+            call.done.wait()
+            return try call.value!.get()
+        }
+    }
+
+    private func locked<T>(_ body: (Connection) throws -> T) throws -> T {
         try lock.withLock {
             let connection = try connected()
-            defer { if connection.isClosed { self.connection = nil } }
-            return try body(Connection(base: connection, logger: logger))
+            do {
+                defer { if connection.isClosed { self.connection = nil } }
+                return try body(Connection(base: connection, statementTimeout: statementTimeout, logger: logger))
+            } catch let error as SwitchboardError where error.code == .unavailable {
+                // The connection is lost or unusable (the server ended it, or stopped answering):
+                // closed here, so the next call connects anew rather than trying it again.
+                _ = try? connection.close().wait()
+                if self.connection === connection { self.connection = nil }
+                throw error
+            }
+        }
+    }
+
+    /// One call moved off an event loop: the caller waits on `done` while another thread runs
+    /// `work` and fills `value`, so the two never touch them at once. The work is dropped before
+    /// `done` is signalled: it must not outlive the caller's frame.
+    private final class OffLoop<T>: @unchecked Sendable {
+        private var work: (() throws -> T)?
+        var value: Result<T, any Error>?
+        let done = DispatchSemaphore(value: 0)
+
+        init(_ work: @escaping () throws -> T) { self.work = work }
+
+        func run() {
+            value = Result { try work!() }
+            work = nil
+            done.signal()
         }
     }
 
@@ -78,6 +136,10 @@ final class PostgresSession: @unchecked Sendable {
         if let error = error as? PSQLError {
             if let info = error.serverInfo {
                 let state = info[.sqlState] ?? "?"
+                // The server going away or refusing connections for now: retry later.
+                if Self.unavailableStates.contains(where: { state.hasPrefix($0) }) {
+                    return SwitchboardError(.unavailable, "PostgreSQL is unavailable: \(info[.message] ?? "") (SQLSTATE \(state))")
+                }
                 return SwitchboardError(.internalError, "PostgreSQL refused a statement: \(info[.message] ?? "") (SQLSTATE \(state))")
             }
             return SwitchboardError(.unavailable, "PostgreSQL is unavailable (\(error.code))")
@@ -85,17 +147,32 @@ final class PostgresSession: @unchecked Sendable {
         return SwitchboardError(.unavailable, "PostgreSQL is unavailable (\(error))")
     }
 
+    /// SQLSTATEs (and classes) that mean the server is away or busy rather than that it refused
+    /// the statement: connection exceptions (08), insufficient resources (53), operator
+    /// intervention such as a shutdown or a restart (57P), and a standby's read-only refusal.
+    static let unavailableStates = ["08", "53", "57P", "25006"]
+
     /// The connection as the store uses it: statements that block until answered.
     struct Connection {
         let base: PostgresConnection
+        let statementTimeout: Duration
         let logger: Logger
 
         /// Runs one statement (the extended protocol: one statement per call) and returns its rows.
+        /// A server that does not answer within `statementTimeout` (stopped, or
+        /// its network gone silent) fails the statement with `unavailable` and its connection is
+        /// closed, so the next call connects again instead of waiting on it.
         @discardableResult
         func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws -> [PostgresRow] {
+            let answer = Answer<PostgresQueryResult>()
+            base.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).whenComplete { answer.set($0) }
+            guard answer.done.wait(timeout: .now() + .milliseconds(Int(statementTimeout.milliseconds))) == .success else {
+                let closing: EventLoopFuture<Void> = base.close()
+                _ = closing
+                throw SwitchboardError(.unavailable, "PostgreSQL did not answer within \(statementTimeout)")
+            }
             do {
-                let result = try base.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait()
-                return Array(result.rows)
+                return Array(try answer.get().rows)
             } catch {
                 throw PostgresSession.storeError(error)
             }

@@ -12,9 +12,12 @@ public final class PostgresStore: @unchecked Sendable {
     public let migrationsApplied: [String]
 
     /// Connects and migrates. Throws `unavailable` when the server cannot be reached, and
-    /// `invalidConfiguration` when a newer build migrated the database.
-    public init(configuration: Configuration, logger: Logger = Logger(label: "switchboard.store.postgres")) throws {
-        session = PostgresSession(configuration: configuration.connection, logger: logger)
+    /// `invalidConfiguration` when a newer build migrated the database. A statement the server
+    /// does not answer within `statementTimeout` fails with `unavailable`.
+    public init(
+        configuration: Configuration, statementTimeout: Duration = .seconds(10), logger: Logger = Logger(label: "switchboard.store.postgres")
+    ) throws {
+        session = PostgresSession(configuration: configuration.connection, statementTimeout: statementTimeout, logger: logger)
         do {
             migrationsApplied = try PostgresMigrations.migrate(session)
         } catch {

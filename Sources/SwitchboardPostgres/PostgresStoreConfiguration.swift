@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import PostgresNIO
 import SwitchboardCore
 
@@ -36,8 +37,15 @@ extension PostgresStore {
             self.init(host: host, port: parts.port ?? 5432, username: user, password: parts.password, database: database)
         }
 
+        /// How long a connection attempt may take; past it the call fails with `unavailable`
+        /// (the readiness probe makes one while the server is away).
+        static let connectTimeout = TimeAmount.seconds(3)
+
         var connection: PostgresConnection.Configuration {
-            PostgresConnection.Configuration(host: host, port: port, username: username, password: password, database: database, tls: .disable)
+            var configuration = PostgresConnection.Configuration(
+                host: host, port: port, username: username, password: password, database: database, tls: .disable)
+            configuration.options.connectTimeout = Self.connectTimeout
+            return configuration
         }
     }
 }

@@ -44,7 +44,9 @@ extension ConfigKeySpec {
     ]
 
     static let store: [ConfigKeySpec] = [
-        .init("store.directory", .string(allowed: nil), .string("./data"), "State directory; the SQLite database is switchboard.sqlite inside it."),
+        .init("store.kind", .string(allowed: ["sqlite", "postgres"]), .string("sqlite"), "Where calls, rings, sessions, SFUs, the audit log, the webhook outbox and devices live: sqlite (embedded, switchboard.sqlite in store.directory) or postgres (store.postgres_url; ADR 0012). The other store.* keys but store.directory are SQLite's."),
+        .init("store.postgres_url", .string(allowed: nil), .string(""), secret: true, "With store.kind postgres: postgres://user[:password]@host[:port]/database. Migrated at start."),
+        .init("store.directory", .string(allowed: nil), .string("./data"), "State directory (the admin token, the SFU room key, the lock held while a daemon runs); with store.kind sqlite, the SQLite database is switchboard.sqlite inside it."),
         .init("store.synchronous", .string(allowed: ["normal", "full"]), .string("normal"), "SQLite synchronous level in WAL mode: normal survives a process crash, full also a power loss."),
         .init("store.busy_timeout_ms", .int(0...600_000), .int(5000), "How long a write waits for a lock before failing."),
         .init("store.checkpoint_interval_ms", .int(0...60_000), .int(1000), "How often a connection of its own checkpoints the WAL so commits never do; 0 leaves checkpoints to SQLite inside commits. With the batch log the WAL only grows at folds, and a checkpoint's fsyncs stall other writes: 1,000 ms (30 suits `store.fold_interval_ms` 0)."),

@@ -15,7 +15,7 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     let transport: LWSServer
     /// The daemon's watchdog view: service threads whose loop stopped turning.
     var stalledThreads: @Sendable () -> [Int] = { [] }
-    let store: SQLiteStore
+    let store: any DaemonStore
     let registry: PrometheusCollectorRegistry
     let logLevelControl: LogLevelControl
     let auditLog: any AuditLog
@@ -30,7 +30,7 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     private var router: AdminRouter?
 
     init(
-        hub: SignalingHub, transport: LWSServer, store: SQLiteStore, directory: SFUDirectory, calls: CallHub?, webhooks: (any WebhookAdministration)?,
+        hub: SignalingHub, transport: LWSServer, store: any DaemonStore, directory: SFUDirectory, calls: CallHub?, webhooks: (any WebhookAdministration)?,
         registry: PrometheusCollectorRegistry,
         factory: any MetricsFactory, logLevel: LogLevelControl, tokens: JWTTokenService?, wallClock: @escaping @Sendable () -> Date
     ) {

@@ -3,6 +3,7 @@ import Logging
 import SwitchboardAdmin
 import SwitchboardAuth
 import SwitchboardCore
+import SwitchboardPostgres
 import SwitchboardStore
 import SwitchboardTransport
 
@@ -75,6 +76,7 @@ extension SwitchboardConfiguration {
             busyTimeout: try values.milliseconds("store.busy_timeout_ms"),
             checkpointInterval: try values.milliseconds("store.checkpoint_interval_ms"),
             foldInterval: try values.milliseconds("store.fold_interval_ms"))
+        postgres = try Self.postgres(values)
         auth = try Self.auth(values)
         relay = try Self.relay(values)
         if try values.string("peerjs.auth") == "jwt" {
@@ -165,6 +167,20 @@ extension SwitchboardConfiguration {
         let first = contents.split(whereSeparator: \.isNewline).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
         guard !first.isEmpty else { throw SwitchboardError(.invalidConfiguration, "\(file): \(path) is empty") }
         return first
+    }
+
+    /// `store.kind` and, for `postgres`, the database `store.postgres_url` names; `nil` for SQLite.
+    private static func postgres(_ values: ConfigValues) throws -> PostgresStore.Configuration? {
+        guard try values.string("store.kind") == "postgres" else { return nil }
+        let url = try values.string("store.postgres_url")
+        guard !url.isEmpty else {
+            throw SwitchboardError(.invalidConfiguration, "store.postgres_url: store.kind postgres needs postgres://user[:password]@host[:port]/database")
+        }
+        do {
+            return try PostgresStore.Configuration(url: url)
+        } catch {
+            throw SwitchboardError(.invalidConfiguration, "store.postgres_url: \(error.message)")
+        }
     }
 
     /// `admin.auth`, the token from `admin.token` or `admin.token_file` (the daemon generates one

@@ -2,6 +2,7 @@ import Logging
 import SwitchboardAdmin
 import SwitchboardAuth
 import SwitchboardCore
+import SwitchboardPostgres
 import SwitchboardStore
 import SwitchboardTransport
 
@@ -13,8 +14,10 @@ public struct SwitchboardConfiguration: Sendable {
     public var relay: RelayConfiguration
     /// The admin API (its listener is in ``transport``).
     public var admin: AdminConfiguration
-    /// The SQLite store.
+    /// The SQLite store (and the state directory, whatever the store's kind).
     public var store: StoreConfiguration
+    /// The PostgreSQL store's database when `store.kind` is `postgres`; `nil` for SQLite.
+    public var postgres: PostgresStore.Configuration?
     /// SFU placement.
     public var placement: PlacementConfiguration
     /// Signed user tokens.

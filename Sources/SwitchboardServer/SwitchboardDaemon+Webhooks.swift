@@ -24,7 +24,7 @@ extension SwitchboardDaemon {
     /// The delivery worker and what makes its attempts. Built whenever the call protocol is on
     /// (the admin API lists deliveries and devices even with no endpoint configured); it sends
     /// nothing until an endpoint is. The worker process starts at the first attempt.
-    func makeWebhooks(store: SQLiteStore, factory: any MetricsFactory) -> (dispatcher: WebhookDispatcher, client: WebhookDeliveryClient) {
+    func makeWebhooks(store: any DaemonStore, factory: any MetricsFactory) -> (dispatcher: WebhookDispatcher, client: WebhookDeliveryClient) {
         let settings = configuration.webhooks
         let client: WebhookDeliveryClient
         let poster: any WebhookPoster

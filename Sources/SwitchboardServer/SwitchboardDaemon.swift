@@ -29,8 +29,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     private let lock = NSLock()
     private var started = false
     private var stopped = false
-    /// The SQLite store (after ``start()``).
-    public private(set) var store: SQLiteStore?
+    /// The store (after ``start()``): SQLite or PostgreSQL (`store.kind`).
+    public private(set) var store: (any DaemonStore)?
     private var stateLock: ProcessLock?
     /// How long a service thread's loop may go without turning before `/readyz` fails (a
     /// healthy loop turns at least every 100 ms).
@@ -131,11 +131,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     public func start() throws {
         let stateLock = try ProcessLock(directory: configuration.store.directory)
         ProcessMemory.fixThresholds()
-        let store = try SQLiteStore(configuration: configuration.store)
-        // While the store is idle (no load), give the heap memory ended calls left back.
-        store.whenIdle { ProcessMemory.releaseFree() }
         let factory = PrometheusMetricsFactory(registry: registry)
-        StoreFoldMetrics.observe(store, factory: factory, logger: logger)
+        let store = try openStore(factory: factory)
         let directory = try SFUDirectory(
             store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
             clock: clocks.monotonic, wallClock: clocks.wall, metricsFactory: factory, roomKeys: try roomKeys(), logger: logger)
@@ -223,7 +220,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             "switchboard ready",
             metadata: [
                 "url": "\(webSocketURL)", "admin": "\(adminURL)", "threads": "\(configuration.transport.serviceThreads)",
-                "store": "\(configuration.store.databasePath)",
+                "store": "\(storeDescription)",
             ])
     }
 
@@ -291,10 +288,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         stopWebhooks()
         directory?.stop()
         lock.withLock { adminContext }?.install(nil)
-        // Leave the tables whole for tools that read the file; the next start would fold it too.
-        do { try store?.fold() } catch {
-            logger.error("folding the batch log at stop failed; the next start folds it", metadata: ["error": "\(error)"])
-        }
+        closeStore()
         lock.withLock { stateLock = nil }
         logger.notice("stopped")
     }
@@ -302,7 +296,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     /// Builds the call hub on a queue of its own (a commit never holds up PeerJS relaying),
     /// rebuilds call state from the store and attaches it to `connect.path`.
     private func startCalls(
-        store: SQLiteStore, directory: SFUDirectory, tokens: JWTTokenService?, webhooks: (dispatcher: WebhookDispatcher, client: WebhookDeliveryClient)?,
+        store: any DaemonStore, directory: SFUDirectory, tokens: JWTTokenService?, webhooks: (dispatcher: WebhookDispatcher, client: WebhookDeliveryClient)?,
         factory: any MetricsFactory
     ) throws -> CallHub? {
         guard let path = configuration.connectPath else { return nil }

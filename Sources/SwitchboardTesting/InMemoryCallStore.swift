@@ -23,6 +23,7 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
     var devices: [StoredDeviceKey: DeviceRecord] = [:]
     private var failNext = false
     private var failAll = false
+    private var failReads = false
     private var applied: [[CallMutation]] = []
 
     public init() {}
@@ -42,6 +43,13 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
     public var failAllApplies: Bool {
         get { lock.withLock { failAll } }
         set { lock.withLock { failAll = newValue } }
+    }
+
+    /// While set, ``loadLiveState()`` throws `unavailable` too (the store can be neither written
+    /// nor read, as when its server is away).
+    public var failAllReads: Bool {
+        get { lock.withLock { failReads } }
+        set { lock.withLock { failReads = newValue } }
     }
 
     /// Number of ``apply(_:)`` transactions committed (failed ones are not counted).
@@ -86,7 +94,8 @@ public final class InMemoryCallStore: CallStore, @unchecked Sendable {
     }
 
     public func loadLiveState() throws -> CallStateSnapshot {
-        lock.withLock {
+        try lock.withLock {
+            if failReads { throw SwitchboardError(.unavailable, "store failure injected") }
             let live = calls.values.filter(\.isLive).sorted { $0.cid < $1.cid }
             return CallStateSnapshot(
                 calls: live,

@@ -12,6 +12,6 @@ struct CheckConfig: ParsableCommand {
     func run() throws {
         let configuration = try options.load()
         let listeners = configuration.transport.listeners.map { "\($0.role.rawValue) \($0.host):\($0.port)\($0.usesTLS ? " (TLS)" : "")" }
-        print("configuration OK: \(listeners.joined(separator: ", ")); PeerJS at \(configuration.peerJSRoutes.webSocketPath); store \(configuration.store.databasePath)")
+        print("configuration OK: \(listeners.joined(separator: ", ")); PeerJS at \(configuration.peerJSRoutes.webSocketPath); store \(configuration.storeDescription)")
     }
 }

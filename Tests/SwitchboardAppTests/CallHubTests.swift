@@ -125,6 +125,38 @@ final class CallHubTests: XCTestCase {
         XCTAssertEqual(joined["seq"] as? Int, 1, "the seq taken back by the rollback is used again")
     }
 
+    /// A commit fails and the store cannot be read to roll back (its server is away): memory may
+    /// be ahead of the store, so every request is refused `unavailable` until the store can be
+    /// read again, which rebuilds the calls from it. Before, a retry was answered from memory as
+    /// if the refused call existed.
+    func test_whileTheStoreCanBeNeitherWrittenNorReadRequestsAreRefusedThenCallsAreRebuiltFromIt() throws {
+        let hub = try makeHub()
+        let alice = connect(hub, "alice")
+        _ = transport.drain()
+        let commits = store.applyCount
+        store.failAllApplies = true
+        store.failAllReads = true
+        let create = #"{"id":1,"type":"call.get_or_create","data":{"type":"ringing","id":"x2","members":["bob"],"ring":true}}"#
+        for request in [create, create.replacingOccurrences(of: #""id":1"#, with: #""id":2"#), #"{"id":3,"type":"call.get","data":{"type":"ringing","id":"x2"}}"#] {
+            feed(hub, [message(alice, request)])
+            let answer = try XCTUnwrap(frames(transport.drain(), to: alice).first, request)
+            XCTAssertEqual(answer["type"] as? String, "error", request)
+            XCTAssertEqual((answer["error"] as? [String: Any])?["code"] as? String, "unavailable", request)
+        }
+        XCTAssertEqual(store.applyCount, commits)
+
+        store.failAllApplies = false
+        store.failAllReads = false
+        feed(hub, [message(alice, #"{"id":4,"type":"call.get","data":{"type":"ringing","id":"x2"}}"#)])
+        let missing = try XCTUnwrap(frames(transport.drain(), to: alice).first)
+        XCTAssertEqual((missing["error"] as? [String: Any])?["code"] as? String, "call_not_found", "the refused call never existed")
+        feed(hub, [message(alice, create.replacingOccurrences(of: #""id":1"#, with: #""id":5"#))])
+        let created = try XCTUnwrap(frames(transport.drain(), to: alice).first)
+        XCTAssertEqual(created["type"] as? String, "response")
+        XCTAssertEqual((created["data"] as? [String: Any])?["created"] as? Bool, true)
+        XCTAssertEqual(try store.loadLiveState().members.map(\.userID.rawValue).sorted(), ["alice", "bob"], "stored whole")
+    }
+
     func test_oneBatchOfRequestsIsOneCommit() throws {
         let hub = try makeHub()
         let sockets = ["a", "b", "c", "d"].map { connect(hub, $0) }

@@ -78,6 +78,26 @@ final class AdminAndStoreConfigurationTests: XCTestCase {
         XCTAssertTrue(text?.contains("store.synchronous") == true, text ?? "loaded")
     }
 
+    func test_thePostgresStoreNeedsAURLThatIsOneNamingTheKeyAndNeverThePassword() throws {
+        XCTAssertNil(try load([:]).postgres, "sqlite by default")
+        XCTAssertNil(try load(["store.postgres_url": .string("postgres://sb@db/calls")]).postgres, "the URL alone does not switch")
+        let configuration = try load([:], environment: ["SWITCHBOARD_STORE_KIND": "postgres", "SWITCHBOARD_STORE_POSTGRES_URL": "postgres://sb:pw@db.internal:6432/calls"])
+        XCTAssertEqual(configuration.postgres?.host, "db.internal")
+        XCTAssertEqual(configuration.postgres?.port, 6432)
+        XCTAssertEqual(configuration.postgres?.database, "calls")
+        XCTAssertEqual(configuration.postgres?.password, "pw")
+        for (overrides, key) in [
+            (["store.kind": ConfigContent.string("postgres")], "store.postgres_url"),
+            (["store.kind": .string("postgres"), "store.postgres_url": .string("mysql://sb:hunter2@db/calls")], "store.postgres_url"),
+            (["store.kind": .string("postgres"), "store.postgres_url": .string("postgres://sb:hunter2@db")], "store.postgres_url"),
+            (["store.kind": .string("mongo")], "store.kind"),
+        ] {
+            let text = message(overrides)
+            XCTAssertTrue(text?.contains(key) == true, "\(overrides): \(text ?? "loaded")")
+            XCTAssertFalse(text?.contains("hunter2") == true, "never the password: \(text ?? "")")
+        }
+    }
+
     func test_theAdminTokenNeverAppearsInAnErrorMessage() {
         let text = message(["admin.token": .string("top-secret-value"), "admin.port": .int(70000)])
         XCTAssertNotNil(text)

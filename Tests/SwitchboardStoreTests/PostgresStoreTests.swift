@@ -103,4 +103,45 @@ final class PostgresStoreTests: XCTestCase {
             }
         }
     }
+
+    /// Called on an event loop's thread (the in-process webhook client's), the store does its
+    /// blocking work on another thread: no NIO refusal, the same answer.
+    func test_aCallFromAnEventLoopIsMadeOffIt() throws {
+        let store = try PostgresStore(configuration: try database())
+        let entry = try store.append(AuditEntry(at: Date(timeIntervalSince1970: 1_800_000_000), actor: "a", action: "drain"))
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let read = try loop.submit { () throws -> [Int64?] in
+            XCTAssertTrue(loop.inEventLoop)
+            return try store.entries(limit: 10, before: nil).map(\.id)
+        }.wait()
+        XCTAssertEqual(read, [entry.id])
+    }
+
+    /// A server that stops answering without closing the connection (frozen, or its network
+    /// gone silent): the statement fails with `unavailable` at the statement timeout instead of
+    /// waiting forever, and once the server answers again the next call connects anew.
+    func test_aServerThatStopsAnsweringFailsTheStatementAtItsTimeoutAndTheStoreRecovers() throws {
+        let configuration = try database()
+        let store = try PostgresStore(configuration: configuration, statementTimeout: .milliseconds(300))
+        _ = try store.entries(limit: 1, before: nil)
+        let admin = try PostgresTestServer.running().connect(database: configuration.database)
+        defer { try? admin.close().wait() }
+        let backends = try admin.query(
+            PostgresQuery(unsafeSQL: "SELECT pid FROM pg_stat_activity WHERE datname = '\(configuration.database)' AND pid <> pg_backend_pid()"),
+            logger: PostgresTestServer.logger
+        ).wait().rows.map { try $0.decode(Int32.self) }
+        XCTAssertEqual(backends.count, 1, "the store's one connection")
+        for pid in backends { XCTAssertEqual(kill(pid, SIGSTOP), 0) }
+        var stopped = true
+        defer { if stopped { for pid in backends { kill(pid, SIGCONT) } } }
+        let started = ContinuousClock.now
+        XCTAssertThrowsError(try store.entries(limit: 1, before: nil)) { error in
+            XCTAssertEqual((error as? SwitchboardError)?.code, .unavailable, "\(error)")
+        }
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(5), "failed at its timeout, not after TCP gave up")
+        for pid in backends { kill(pid, SIGCONT) }
+        stopped = false
+        XCTAssertEqual(try store.entries(limit: 1, before: nil), [], "a new connection")
+        XCTAssertTrue(store.isWritable())
+    }
 }

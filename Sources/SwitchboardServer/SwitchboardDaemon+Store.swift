@@ -1,0 +1,59 @@
+import Logging
+import Metrics
+import SwitchboardCore
+import SwitchboardPostgres
+import SwitchboardStore
+import SwitchboardTransport
+
+/// Every port the daemon's store serves: the SQLite store and the PostgreSQL store both do.
+public typealias DaemonStore = CallStore & WebhookStore & SFUStore & AuditLog & StoreHealth
+
+extension SwitchboardConfiguration {
+    /// Where the store is, for logs and `check-config` (never a password).
+    public var storeDescription: String {
+        if let postgres { return "postgres://\(postgres.username)@\(postgres.host):\(postgres.port)/\(postgres.database)" }
+        return store.databasePath
+    }
+}
+
+extension SwitchboardDaemon {
+    /// Opens the store `store.kind` names, migrated.
+    func openStore(factory: any MetricsFactory) throws -> any DaemonStore {
+        if let postgres = configuration.postgres {
+            let store: PostgresStore
+            do {
+                store = try PostgresStore(configuration: postgres, logger: logger)
+            } catch let error as SwitchboardError {
+                // Name the key and where it points (never the password): the operator's next step.
+                throw SwitchboardError(error.code, "store.postgres_url (\(configuration.storeDescription)): \(error.message)")
+            }
+            if !store.migrationsApplied.isEmpty {
+                logger.notice("PostgreSQL database migrated", metadata: ["migrations": "\(store.migrationsApplied)"])
+            }
+            return store
+        }
+        let store = try SQLiteStore(configuration: configuration.store)
+        // While the store is idle (no load), give the heap memory ended calls left back.
+        store.whenIdle { ProcessMemory.releaseFree() }
+        StoreFoldMetrics.observe(store, factory: factory, logger: logger)
+        return store
+    }
+
+    /// Where the store is, for the start-up log (never a password).
+    var storeDescription: String { configuration.storeDescription }
+
+    /// At stop: SQLite folds its batch log (tables whole for tools that read the file; the next
+    /// start would fold it too); PostgreSQL closes its connection.
+    func closeStore() {
+        switch store {
+        case let sqlite as SQLiteStore:
+            do { try sqlite.fold() } catch {
+                logger.error("folding the batch log at stop failed; the next start folds it", metadata: ["error": "\(error)"])
+            }
+        case let postgres as PostgresStore:
+            postgres.close()
+        default:
+            break
+        }
+    }
+}
