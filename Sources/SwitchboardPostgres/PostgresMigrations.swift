@@ -118,6 +118,18 @@ enum PostgresMigrations {
                 """,
             ]
         ),
+        (
+            // The daemons using the database, each with a lease renewed on the server's clock
+            // (ADR 0012). Until calls are owned per node, one live node at a time.
+            "v5_nodes",
+            [
+                """
+                CREATE TABLE node (
+                  id TEXT COLLATE "C" PRIMARY KEY, description TEXT NOT NULL, started_at TIMESTAMPTZ NOT NULL,
+                  last_seen TIMESTAMPTZ NOT NULL, lease_until TIMESTAMPTZ NOT NULL)
+                """,
+            ]
+        ),
     ]
 
     /// The names of every migration this build knows, in order.

@@ -107,10 +107,14 @@ final class PostgresSession: @unchecked Sendable {
         }
     }
 
-    /// Closes the connection; a later call opens another.
+    /// Closes the connection; a later call opens another. Waits for the close, but not on an
+    /// event loop's thread (the store's last reference may go there), where it only starts it.
     func close() {
         lock.withLock {
-            if let connection { _ = try? connection.close().wait() }
+            if let connection {
+                let closing: EventLoopFuture<Void> = connection.close()
+                if MultiThreadedEventLoopGroup.currentEventLoop == nil { _ = try? closing.wait() }
+            }
             connection = nil
         }
     }

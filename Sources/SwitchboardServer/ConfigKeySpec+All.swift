@@ -46,6 +46,7 @@ extension ConfigKeySpec {
     static let store: [ConfigKeySpec] = [
         .init("store.kind", .string(allowed: ["sqlite", "postgres"]), .string("sqlite"), "Where calls, rings, sessions, SFUs, the audit log, the webhook outbox and devices live: sqlite (embedded, switchboard.sqlite in store.directory) or postgres (store.postgres_url; ADR 0012). The other store.* keys but store.directory are SQLite's."),
         .init("store.postgres_url", .string(allowed: nil), .string(""), secret: true, "With store.kind postgres: postgres://user[:password]@host[:port]/database. Migrated at start."),
+        .init("store.postgres_lease_ms", .int(1000...600_000), .int(10000), "With store.kind postgres: how long this daemon's hold on the database lasts unrenewed (renewed every third of it; lost, /readyz fails). One daemon per database for now: a daemon started while another's lease runs waits up to this long for it to lapse (a crashed one's), then refuses to start."),
         .init("store.directory", .string(allowed: nil), .string("./data"), "State directory (the admin token, the SFU room key, the lock held while a daemon runs); with store.kind sqlite, the SQLite database is switchboard.sqlite inside it."),
         .init("store.synchronous", .string(allowed: ["normal", "full"]), .string("normal"), "SQLite synchronous level in WAL mode: normal survives a process crash, full also a power loss."),
         .init("store.busy_timeout_ms", .int(0...600_000), .int(5000), "How long a write waits for a lock before failing."),

@@ -15,6 +15,9 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     let transport: LWSServer
     /// The daemon's watchdog view: service threads whose loop stopped turning.
     var stalledThreads: @Sendable () -> [Int] = { [] }
+    /// Whether the daemon may write to its PostgreSQL database (its lease, ADR 0012); always
+    /// with SQLite, which the state directory's lock keeps to one daemon.
+    var storeLeaseHeld: @Sendable () -> Bool = { true }
     let store: any DaemonStore
     let registry: PrometheusCollectorRegistry
     let logLevelControl: LogLevelControl
@@ -83,7 +86,7 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
 
     func readiness() -> Readiness {
         Readiness(
-            storeWritable: store.isWritable(), listenersUp: transport.isRunning, threadsTurning: stalledThreads().isEmpty,
+            storeWritable: storeLeaseHeld() && store.isWritable(), listenersUp: transport.isRunning, threadsTurning: stalledThreads().isEmpty,
             draining: hub.isDraining)
     }
 

@@ -77,6 +77,7 @@ extension SwitchboardConfiguration {
             checkpointInterval: try values.milliseconds("store.checkpoint_interval_ms"),
             foldInterval: try values.milliseconds("store.fold_interval_ms"))
         postgres = try Self.postgres(values)
+        postgresLease = try values.milliseconds("store.postgres_lease_ms")
         auth = try Self.auth(values)
         relay = try Self.relay(values)
         if try values.string("peerjs.auth") == "jwt" {

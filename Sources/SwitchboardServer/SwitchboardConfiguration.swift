@@ -18,6 +18,8 @@ public struct SwitchboardConfiguration: Sendable {
     public var store: StoreConfiguration
     /// The PostgreSQL store's database when `store.kind` is `postgres`; `nil` for SQLite.
     public var postgres: PostgresStore.Configuration?
+    /// How long the daemon's hold on its PostgreSQL database lasts unrenewed.
+    public var postgresLease: Duration
     /// SFU placement.
     public var placement: PlacementConfiguration
     /// Signed user tokens.

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Metrics
 import SwitchboardCore
@@ -30,6 +31,14 @@ extension SwitchboardDaemon {
             if !store.migrationsApplied.isEmpty {
                 logger.notice("PostgreSQL database migrated", metadata: ["migrations": "\(store.migrationsApplied)"])
             }
+            let lease = StoreLease(store: store, lease: configuration.postgresLease, logger: logger)
+            do {
+                try lease.start(description: "\(ProcessInfo.processInfo.hostName) pid \(getpid()), state directory \(configuration.store.directory)")
+            } catch {
+                store.close()
+                throw error
+            }
+            storeLease = lease
             return store
         }
         let store = try SQLiteStore(configuration: configuration.store)
@@ -51,6 +60,8 @@ extension SwitchboardDaemon {
                 logger.error("folding the batch log at stop failed; the next start folds it", metadata: ["error": "\(error)"])
             }
         case let postgres as PostgresStore:
+            storeLease?.stop()
+            storeLease = nil
             postgres.close()
         default:
             break

@@ -32,6 +32,12 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     /// The store (after ``start()``): SQLite or PostgreSQL (`store.kind`).
     public private(set) var store: (any DaemonStore)?
     private var stateLock: ProcessLock?
+    /// This daemon's hold on its PostgreSQL database (`store.kind` postgres).
+    var storeLease: StoreLease? {
+        get { lock.withLock { lease } }
+        set { lock.withLock { lease = newValue } }
+    }
+    private var lease: StoreLease?
     /// How long a service thread's loop may go without turning before `/readyz` fails (a
     /// healthy loop turns at least every 100 ms).
     public var watchdogThreshold: Duration {
@@ -149,6 +155,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             webhooks: webhooks.flatMap { webhooks in calls.map { WebhookAdmin(dispatcher: webhooks.dispatcher, hub: $0) } }, registry: registry,
             factory: factory, logLevel: logLevel, tokens: tokens, wallClock: clocks.wall)
         context.stalledThreads = { [weak self] in self?.stalledThreads() ?? [] }
+        context.storeLeaseHeld = { [weak self] in self?.storeLease?.held ?? true }
         context.install(AdminRoutes.router(configuration: try adminConfiguration(), context: context))
         // The hub is ready before the first connection can arrive.
         let clientRoutes = DaemonClientRoutes(

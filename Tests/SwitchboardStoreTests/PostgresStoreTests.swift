@@ -144,4 +144,33 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(try store.entries(limit: 1, before: nil), [], "a new connection")
         XCTAssertTrue(store.isWritable())
     }
+
+    /// One live node per database until calls are owned per node: a second claim is refused
+    /// naming the holder; once the holder's lease lapses (here set back on the server's clock)
+    /// another node takes the database, and the first one's renewal says it lost it.
+    func test_aDatabaseIsHeldByOneLiveNodeAtATime() throws {
+        let configuration = try database()
+        let first = try PostgresStore(configuration: configuration)
+        let second = try PostgresStore(configuration: configuration)
+        try first.claimNode(id: "node-a", description: "host-a pid 1", lease: .seconds(60))
+        XCTAssertTrue(try first.renewNode(id: "node-a", lease: .seconds(60)))
+        XCTAssertThrowsError(try second.claimNode(id: "node-b", description: "host-b pid 2", lease: .seconds(60))) { error in
+            XCTAssertEqual((error as? SwitchboardError)?.code, .conflict)
+            XCTAssertTrue("\(error)".contains("node node-a, host-a pid 1"), "\(error)")
+        }
+        try first.claimNode(id: "node-a", description: "host-a pid 1", lease: .seconds(60))
+        XCTAssertEqual(try first.nodes().map(\.id), ["node-a"], "claiming again is renewing")
+
+        try admin(configuration, "UPDATE node SET lease_until = now() - interval '1 second'")
+        try second.claimNode(id: "node-b", description: "host-b pid 2", lease: .seconds(60))
+        XCTAssertFalse(try first.renewNode(id: "node-a", lease: .seconds(60)), "taken while its lease had lapsed")
+        XCTAssertEqual(try second.nodes().map(\.id), ["node-b"])
+        let held = try XCTUnwrap(try second.nodes().first)
+        XCTAssertGreaterThan(held.leaseUntil, held.lastSeen)
+
+        try second.releaseNode(id: "node-b")
+        XCTAssertEqual(try second.nodes(), [])
+        try first.claimNode(id: "node-a", description: "host-a pid 1", lease: .seconds(60))
+        XCTAssertTrue(try first.renewNode(id: "node-a", lease: .seconds(60)), "released: taken at once, no lease to wait out")
+    }
 }
