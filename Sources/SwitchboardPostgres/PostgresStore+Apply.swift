@@ -7,6 +7,7 @@ import SwitchboardCore
 extension PostgresStore {
     public func apply(_ mutations: [CallMutation]) throws {
         try CallMutation.validate(mutations)
+        try checkWritable()
         let statements: [(String, PostgresBindings)]
         do {
             statements = try mutations.flatMap(Self.statements)

@@ -12,6 +12,7 @@ extension PostgresStore: SFUStore {
     }
 
     public func saveSFU(_ record: SFURecord) throws {
+        try checkWritable()
         var binds = PostgresBindings()
         binds.append(record.id.rawValue)
         binds.append(record.url)
@@ -42,12 +43,14 @@ extension PostgresStore: SFUStore {
     }
 
     public func deleteSFU(_ id: SFUID) throws {
+        try checkWritable()
         var binds = PostgresBindings()
         binds.append(id.rawValue)
         try session.withConnection { try $0.execute("DELETE FROM sfu WHERE id = $1", binds) }
     }
 
     public func replaceRegions(_ regions: RegionTable) throws {
+        try checkWritable()
         try session.transaction { connection in
             try connection.execute("DELETE FROM region")
             for region in regions.regions.values.sorted(by: { $0.code < $1.code }) {
@@ -71,6 +74,7 @@ extension PostgresStore: SFUStore {
 
     public func failover(down: SFUID, moves: [PlacementRecord], webhooks: [CallMutation]) throws {
         try CallMutation.validate(webhooks)
+        try checkWritable()
         let statements = try (moves.map(CallMutation.savePlacement) + webhooks).flatMap(Self.statements)
         var sfu = PostgresBindings()
         sfu.append(down.rawValue)

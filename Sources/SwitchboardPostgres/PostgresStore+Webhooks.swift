@@ -78,6 +78,7 @@ extension PostgresStore: WebhookStore {
     }
 
     public func pruneWebhooks(createdBefore cutoff: Date, limit: Int) throws -> Int {
+        try checkWritable()
         var binds = PostgresBindings()
         binds.append(PostgresTime.bind(cutoff))
         binds.append(Int64(max(0, limit)))

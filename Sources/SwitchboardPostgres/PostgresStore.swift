@@ -10,6 +10,21 @@ public final class PostgresStore: @unchecked Sendable {
     let session: PostgresSession
     /// Migrations this store applied when it opened (empty when the database was up to date).
     public let migrationsApplied: [String]
+    /// Whether this daemon may write now (its hold on the database, ``claimNode``); every write
+    /// is refused `unavailable` while it says no. `nil`: always.
+    public var writeGate: (@Sendable () -> Bool)? {
+        get { gateLock.withLock { gate } }
+        set { gateLock.withLock { gate = newValue } }
+    }
+    private let gateLock = NSLock()
+    private var gate: (@Sendable () -> Bool)?
+
+    /// Throws `unavailable` while ``writeGate`` says this daemon may not write.
+    func checkWritable() throws(SwitchboardError) {
+        if let gate = writeGate, !gate() {
+            throw SwitchboardError(.unavailable, "this daemon does not hold the PostgreSQL database now (its lease lapsed or was taken)")
+        }
+    }
 
     /// Connects and migrates. Throws `unavailable` when the server cannot be reached, and
     /// `invalidConfiguration` when a newer build migrated the database. A statement the server
@@ -46,6 +61,7 @@ public final class PostgresStore: @unchecked Sendable {
 extension PostgresStore: AuditLog, StoreHealth {
     public func append(_ entry: AuditEntry) throws -> AuditEntry {
         try entry.validate()
+        try checkWritable()
         var binds = PostgresBindings()
         binds.append(entry.at)
         binds.append(entry.actor)

@@ -52,6 +52,9 @@ final class StoreLease: Sendable {
         timer.schedule(deadline: .now() + .milliseconds(Int(every.milliseconds)), repeating: .milliseconds(Int(every.milliseconds)))
         timer.setEventHandler { [weak self] in self?.renew() }
         state.withLock { $0 = (timer, true, .now) }
+        // Writes stop when the hold does: a daemon frozen past its lease whose database another
+        // daemon took writes nothing more over that daemon's changes.
+        store.writeGate = { [weak self] in self?.held ?? false }
         timer.resume()
         logger.info("PostgreSQL database claimed", metadata: ["node": "\(node)", "lease": "\(lease)"])
     }

@@ -173,4 +173,26 @@ final class PostgresStoreTests: XCTestCase {
         try first.claimNode(id: "node-a", description: "host-a pid 1", lease: .seconds(60))
         XCTAssertTrue(try first.renewNode(id: "node-a", lease: .seconds(60)), "released: taken at once, no lease to wait out")
     }
+
+    /// While the write gate (the daemon's lease) says no, every write is refused `unavailable`
+    /// and nothing is stored; reads go on.
+    func test_writesAreRefusedWhileTheWriteGateSaysNo() throws {
+        let store = try PostgresStore(configuration: try database())
+        let allowed = Mutex(false)
+        store.writeGate = { allowed.withLock { $0 } }
+        let entry = AuditEntry(at: Date(timeIntervalSince1970: 1_800_000_000), actor: "a", action: "drain")
+        let call = CallRecord(cid: CallCID(type: "default", id: "c1")!, createdBy: UserID("alice")!, createdAt: Date(timeIntervalSince1970: 1_800_000_000))
+        for write in [{ _ = try store.append(entry) }, { try store.apply([.saveCall(call)]) }, { try store.replaceRegions(RegionTable.builtin) }] as [() throws -> Void] {
+            XCTAssertThrowsError(try write()) { error in
+                XCTAssertEqual((error as? SwitchboardError)?.code, .unavailable)
+                XCTAssertTrue("\(error)".contains("lease"), "\(error)")
+            }
+        }
+        XCTAssertEqual(try store.entries(limit: 10, before: nil), [])
+        XCTAssertNil(try store.loadCall(call.cid))
+        allowed.withLock { $0 = true }
+        _ = try store.append(entry)
+        try store.apply([.saveCall(call)])
+        XCTAssertEqual(try store.loadCall(call.cid)?.call.cid, call.cid)
+    }
 }
