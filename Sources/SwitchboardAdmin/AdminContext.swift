@@ -33,6 +33,8 @@ public protocol AdminContext: Sendable {
     func mintToken(_ request: TokenRequest) throws(SwitchboardError) -> (token: String, claims: UserToken)
     /// The wall clock, for audit entries.
     func now() -> Date
+    /// The daemons sharing the store and which one leads (`GET /v1/nodes`).
+    func cluster() throws(SwitchboardError) -> ClusterView
 }
 
 /// The daemon's readiness: ready when the store takes writes, the listeners are up and it is

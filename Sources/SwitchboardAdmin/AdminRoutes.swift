@@ -19,6 +19,7 @@ public enum AdminRoutes {
         router.add("GET", "/v1/log-level") { _ in AdminJSON.response(200, LogLevelBody(level: context.logLevel())) }
         router.add("PUT", "/v1/log-level") { request throws(SwitchboardError) in try setLogLevel(request, context) }
         router.add("POST", "/v1/drain") { request throws(SwitchboardError) in try drain(request, context) }
+        router.add("GET", "/v1/nodes") { _ throws(SwitchboardError) in try nodes(context) }
         router.add("GET", "/v1/audit") { request throws(SwitchboardError) in try audit(request, context) }
         addSFURoutes(to: &router, context: context)
         addCallRoutes(to: &router, context: context)

@@ -130,6 +130,22 @@ enum PostgresMigrations {
                 """,
             ]
         ),
+        // Several daemons on one database: one leads (a lease with a generation that fences
+        // its writes), the others stand by; secrets every node must share.
+        (
+            "v6_leader",
+            [
+                """
+                CREATE TABLE leader (
+                  id INTEGER PRIMARY KEY CHECK (id = 1), node TEXT COLLATE "C" NOT NULL, generation BIGINT NOT NULL,
+                  lease_until TIMESTAMPTZ NOT NULL)
+                """,
+                """
+                CREATE TABLE cluster_secret (
+                  name TEXT COLLATE "C" PRIMARY KEY, value TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                """,
+            ]
+        ),
     ]
 
     /// The names of every migration this build knows, in order.

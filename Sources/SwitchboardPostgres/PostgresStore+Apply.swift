@@ -7,7 +7,6 @@ import SwitchboardCore
 extension PostgresStore {
     public func apply(_ mutations: [CallMutation]) throws {
         try CallMutation.validate(mutations)
-        try checkWritable()
         let statements: [(String, PostgresBindings)]
         do {
             statements = try mutations.flatMap(Self.statements)
@@ -18,7 +17,7 @@ extension PostgresStore {
             // SQLite store reports it.
             throw SwitchboardError(.unavailable, "call store: \(error)")
         }
-        try session.transaction { connection in
+        try write { connection in
             for (sql, binds) in statements { try connection.execute(sql, binds) }
         }
     }

@@ -2,38 +2,30 @@ import Foundation
 import PostgresNIO
 import SwitchboardCore
 
-/// The daemons using one database (ADR 0012). Until calls are owned per node, a database has one
-/// live node at a time: every daemon keeps its calls in memory and commits them as if it were
-/// alone, so a second one would overwrite the first's changes. A node holds a lease renewed on
-/// the server's clock (so nodes' clocks need not agree); a daemon refuses to start while another
-/// node's lease runs.
+/// The daemons using one database (ADR 0012). Every daemon registers a `node` row and renews it
+/// while it runs (a row whose lease lapsed is a dead node). One of them leads: it holds the
+/// `leader` row's lease, runs every call and writes; the others stand by and take the lease
+/// over when it lapses, each takeover with the next generation. Leases run on the server's
+/// clock, so nodes' clocks need not agree.
 extension PostgresStore {
-    /// One node as the `node` table has it.
-    public struct Node: Sendable, Equatable {
-        public var id: String
-        /// Where it runs, for an operator (host, process, listeners).
-        public var description: String
-        public var startedAt: Date
-        public var lastSeen: Date
-        public var leaseUntil: Date
+    /// What a leader's writes carry: its node and generation (``PostgresStore/fence``).
+    public struct Fence: Sendable, Equatable {
+        public var node: String
+        public var generation: Int64
+        public init(node: String, generation: Int64) {
+            self.node = node
+            self.generation = generation
+        }
     }
 
-    /// Takes the database for node `id` for `lease`: refused (`conflict`, naming the holder) while
-    /// another node's lease runs; a lapsed node's row is replaced.
-    public func claimNode(id: String, description: String, lease: Duration) throws {
-        let holders: [Node] = try session.transaction { connection in
-            var lock = PostgresBindings()
-            lock.append(Self.nodeLockKey)
-            try connection.execute("SELECT pg_advisory_xact_lock($1)", lock)
-            var me = PostgresBindings()
-            me.append(id)
-            let others = try connection.query("SELECT * FROM node WHERE id <> $1 AND lease_until > now() ORDER BY id", me).compactMap(Self.node)
-            guard others.isEmpty else { return others }
-            try connection.execute("DELETE FROM node WHERE lease_until <= now()")
-            var binds = PostgresBindings()
-            binds.append(id)
-            binds.append(description)
-            binds.append(Self.milliseconds(lease))
+    /// Registers node `id` (or renews its row) for `lease`; rows of nodes dead for a day go.
+    public func registerNode(id: String, description: String, lease: Duration) throws {
+        var binds = PostgresBindings()
+        binds.append(id)
+        binds.append(description)
+        binds.append(Self.milliseconds(lease))
+        try session.transaction { connection in
+            try connection.execute("DELETE FROM node WHERE lease_until < now() - interval '1 day'")
             try connection.execute(
                 """
                 INSERT INTO node (id, description, started_at, last_seen, lease_until)
@@ -41,51 +33,138 @@ extension PostgresStore {
                 ON CONFLICT (id) DO UPDATE SET description = EXCLUDED.description, last_seen = EXCLUDED.last_seen,
                   lease_until = EXCLUDED.lease_until
                 """, binds)
-            return []
-        }
-        if let holder = holders.first {
-            throw SwitchboardError(
-                .conflict,
-                "another daemon uses this database (node \(holder.id), \(holder.description), lease until \(holder.leaseUntil)); several daemons on one database are not supported yet")
         }
     }
 
-    /// Renews node `id`'s lease; `false` when its row is gone or another node's lease runs (the
-    /// database was taken while this node's lease had lapsed: it must stop writing).
-    public func renewNode(id: String, lease: Duration) throws -> Bool {
+    /// Renews node `id`'s row (registering it again if an operator removed it).
+    public func renewNode(id: String, description: String, lease: Duration) throws {
         var binds = PostgresBindings()
         binds.append(id)
         binds.append(Self.milliseconds(lease))
-        return try session.transaction { connection in
-            let renewed = try connection.query(
+        let renewed = try session.withConnection { connection in
+            try connection.query(
                 "UPDATE node SET last_seen = now(), lease_until = now() + $2 * interval '1 millisecond' WHERE id = $1 RETURNING id", binds)
-            var me = PostgresBindings()
-            me.append(id)
-            let others = try connection.query("SELECT id FROM node WHERE id <> $1 AND lease_until > now()", me)
-            return !renewed.isEmpty && others.isEmpty
         }
+        if renewed.isEmpty { try registerNode(id: id, description: description, lease: lease) }
     }
 
-    /// Gives the database up at a clean stop: the next daemon need not wait for the lease.
-    public func releaseNode(id: String) throws {
+    /// Removes node `id`'s row at a clean stop.
+    public func removeNode(id: String) throws {
         var binds = PostgresBindings()
         binds.append(id)
         try session.withConnection { try $0.execute("DELETE FROM node WHERE id = $1", binds) }
     }
 
     /// Every node row, live or lapsed, by id.
-    public func nodes() throws -> [Node] {
+    public func nodes() throws -> [NodeRecord] {
         try session.withConnection { connection in try connection.query("SELECT * FROM node ORDER BY id").compactMap(Self.node) }
     }
 
-    static let nodeLockKey: Int64 = 0x5357_4254_4E4F_4445  // "SWBTNODE"
+    /// Takes the lead for `node` when nobody leads or the leader's lease lapsed: the new
+    /// leadership, with the next generation; `nil` while another node's lease runs (or `node`
+    /// already leads: renew it instead). Waits for a write of the old leader under way (its
+    /// fence holds the row), so everything it committed is there to read.
+    public func claimLeadership(node: String, lease: Duration) throws -> Leadership? {
+        var binds = PostgresBindings()
+        binds.append(node)
+        binds.append(Self.milliseconds(lease))
+        return try session.withConnection { connection in
+            try connection.query(
+                """
+                INSERT INTO leader (id, node, generation, lease_until) VALUES (1, $1, 1, now() + $2 * interval '1 millisecond')
+                ON CONFLICT (id) DO UPDATE SET node = EXCLUDED.node, generation = leader.generation + 1, lease_until = EXCLUDED.lease_until
+                WHERE leader.lease_until <= now()
+                RETURNING node, generation, lease_until
+                """, binds
+            ).compactMap(Self.leadership).first
+        }
+    }
+
+    /// Renews `fence`'s lease; `false` when another node took the lead since (this one must
+    /// stop acting as leader). A lapsed lease nobody took is renewed.
+    public func renewLeadership(_ fence: Fence, lease: Duration) throws -> Bool {
+        var binds = PostgresBindings()
+        binds.append(fence.node)
+        binds.append(fence.generation)
+        binds.append(Self.milliseconds(lease))
+        return try session.withConnection { connection in
+            !(try connection.query(
+                "UPDATE leader SET lease_until = now() + $3 * interval '1 millisecond' WHERE id = 1 AND node = $1 AND generation = $2 RETURNING id",
+                binds)).isEmpty
+        }
+    }
+
+    /// Gives the lead up at a clean stop: a standby takes it at its next try, not a lease later.
+    public func releaseLeadership(_ fence: Fence) throws {
+        var binds = PostgresBindings()
+        binds.append(fence.node)
+        binds.append(fence.generation)
+        try session.withConnection { connection in
+            try connection.execute("UPDATE leader SET lease_until = now() WHERE id = 1 AND node = $1 AND generation = $2", binds)
+        }
+    }
+
+    /// Every node, who leads, and the server's clock they run on, read at one instant.
+    public func cluster() throws -> (nodes: [NodeRecord], leader: Leadership?, now: Date) {
+        try session.transaction { connection in
+            let nodes = try connection.query("SELECT * FROM node ORDER BY id").compactMap(Self.node)
+            let leader = try connection.query("SELECT node, generation, lease_until FROM leader WHERE id = 1").compactMap(Self.leadership).first
+            guard let now = try connection.query("SELECT now()").first?.decode(Date.self) else {
+                throw SwitchboardError(.internalError, "the PostgreSQL server did not tell its time")
+            }
+            return (nodes, leader, now)
+        }
+    }
+
+    /// Who leads now (`nil`: nobody ever did).
+    public func leadership() throws -> Leadership? {
+        try session.withConnection { connection in
+            try connection.query("SELECT node, generation, lease_until FROM leader WHERE id = 1").compactMap(Self.leadership).first
+        }
+    }
+
+    /// The secret `name` every node shares: the one stored, or `proposed` stored now when there
+    /// is none (the first node to ask sets it; a fenced write).
+    public func sharedSecret(_ name: String, proposed: String) throws -> String {
+        var binds = PostgresBindings()
+        binds.append(name)
+        binds.append(proposed)
+        return try write { connection in
+            try connection.execute("INSERT INTO cluster_secret (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING", binds)
+            var named = PostgresBindings()
+            named.append(name)
+            guard let value = try connection.query("SELECT value FROM cluster_secret WHERE name = $1", named).first?.decode(String.self) else {
+                throw SwitchboardError(.internalError, "the shared secret \(name) was stored but cannot be read back")
+            }
+            return value
+        }
+    }
+
+    /// The fence check of every write: whether `fence` still leads, holding the row until the
+    /// transaction ends.
+    static func stillLeads(_ fence: Fence, _ connection: PostgresSession.Connection) throws -> Bool {
+        var binds = PostgresBindings()
+        binds.append(fence.node)
+        binds.append(fence.generation)
+        return !(try connection.query("SELECT 1 FROM leader WHERE id = 1 AND node = $1 AND generation = $2 FOR SHARE", binds)).isEmpty
+    }
 
     private static func milliseconds(_ duration: Duration) -> Int64 {
         duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 
-    private static func node(_ row: PostgresRow) -> Node? {
+    private static func node(_ row: PostgresRow) -> NodeRecord? {
         guard let (id, description, startedAt, lastSeen, leaseUntil) = try? row.decode((String, String, Date, Date, Date).self) else { return nil }
-        return Node(id: id, description: description, startedAt: startedAt, lastSeen: lastSeen, leaseUntil: leaseUntil)
+        return NodeRecord(id: id, description: description, startedAt: startedAt, lastSeen: lastSeen, leaseUntil: leaseUntil)
     }
+
+    private static func leadership(_ row: PostgresRow) -> Leadership? {
+        guard let (node, generation, leaseUntil) = try? row.decode((String, Int64, Date).self) else { return nil }
+        return Leadership(node: node, generation: generation, leaseUntil: leaseUntil)
+    }
+}
+
+extension Leadership {
+    /// What this leadership's writes carry.
+    public var fence: PostgresStore.Fence { PostgresStore.Fence(node: node, generation: generation) }
 }

@@ -12,7 +12,6 @@ extension PostgresStore: SFUStore {
     }
 
     public func saveSFU(_ record: SFURecord) throws {
-        try checkWritable()
         var binds = PostgresBindings()
         binds.append(record.id.rawValue)
         binds.append(record.url)
@@ -28,7 +27,7 @@ extension PostgresStore: SFUStore {
         binds.append(record.kind.rawValue)
         binds.append(record.janus?.adminURL)
         binds.append(record.janus?.adminSecret.description)
-        try session.withConnection { connection in
+        try write { connection in
             try connection.execute(
                 """
                 INSERT INTO sfu (id, url, region, latitude, longitude, capacity, weight, state, secret, reported_load, last_heartbeat_at,
@@ -43,15 +42,13 @@ extension PostgresStore: SFUStore {
     }
 
     public func deleteSFU(_ id: SFUID) throws {
-        try checkWritable()
         var binds = PostgresBindings()
         binds.append(id.rawValue)
-        try session.withConnection { try $0.execute("DELETE FROM sfu WHERE id = $1", binds) }
+        try write { try $0.execute("DELETE FROM sfu WHERE id = $1", binds) }
     }
 
     public func replaceRegions(_ regions: RegionTable) throws {
-        try checkWritable()
-        try session.transaction { connection in
+        try write { connection in
             try connection.execute("DELETE FROM region")
             for region in regions.regions.values.sorted(by: { $0.code < $1.code }) {
                 var binds = PostgresBindings()
@@ -74,11 +71,10 @@ extension PostgresStore: SFUStore {
 
     public func failover(down: SFUID, moves: [PlacementRecord], webhooks: [CallMutation]) throws {
         try CallMutation.validate(webhooks)
-        try checkWritable()
         let statements = try (moves.map(CallMutation.savePlacement) + webhooks).flatMap(Self.statements)
         var sfu = PostgresBindings()
         sfu.append(down.rawValue)
-        try session.transaction { connection in
+        try write { connection in
             try connection.execute("UPDATE sfu SET state = 'down' WHERE id = $1", sfu)
             for (sql, binds) in statements { try connection.execute(sql, binds) }
         }

@@ -78,11 +78,10 @@ extension PostgresStore: WebhookStore {
     }
 
     public func pruneWebhooks(createdBefore cutoff: Date, limit: Int) throws -> Int {
-        try checkWritable()
         var binds = PostgresBindings()
         binds.append(PostgresTime.bind(cutoff))
         binds.append(Int64(max(0, limit)))
-        return try session.transaction { connection in
+        return try write { connection in
             let deleted = try connection.query(
                 """
                 DELETE FROM webhook_delivery WHERE (message_id, endpoint) IN (

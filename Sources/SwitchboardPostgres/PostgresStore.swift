@@ -10,19 +10,37 @@ public final class PostgresStore: @unchecked Sendable {
     let session: PostgresSession
     /// Migrations this store applied when it opened (empty when the database was up to date).
     public let migrationsApplied: [String]
-    /// Whether this daemon may write now (its hold on the database, ``claimNode``); every write
-    /// is refused `unavailable` while it says no. `nil`: always.
-    public var writeGate: (@Sendable () -> Bool)? {
-        get { gateLock.withLock { gate } }
-        set { gateLock.withLock { gate = newValue } }
+    /// The leadership every write must still hold (ADR 0012): when set, each write transaction
+    /// first reads the `leader` row with `FOR SHARE` and is refused `unavailable` (nothing
+    /// written) unless this node still leads with this generation. The row lock makes a takeover
+    /// wait for a write under way, so the new leader reads everything the old one committed, and
+    /// nothing the old one tries later. `nil`: no fencing (a store of its own, tests).
+    public var fence: Fence? {
+        get { fenceLock.withLock { fenceState.fence } }
+        set { fenceLock.withLock { fenceState.fence = newValue } }
     }
-    private let gateLock = NSLock()
-    private var gate: (@Sendable () -> Bool)?
+    /// Called (on the writing thread) when a write found that another node took the database
+    /// over: this node must stop acting as its leader.
+    public var onFenced: (@Sendable (Fence) -> Void)? {
+        get { fenceLock.withLock { fenceState.onFenced } }
+        set { fenceLock.withLock { fenceState.onFenced = newValue } }
+    }
+    private let fenceLock = NSLock()
+    private var fenceState: (fence: Fence?, onFenced: (@Sendable (Fence) -> Void)?) = (nil, nil)
 
-    /// Throws `unavailable` while ``writeGate`` says this daemon may not write.
-    func checkWritable() throws(SwitchboardError) {
-        if let gate = writeGate, !gate() {
-            throw SwitchboardError(.unavailable, "this daemon does not hold the PostgreSQL database now (its lease lapsed or was taken)")
+    /// Runs `body` as one write transaction, fenced (``fence``).
+    func write<T>(_ body: (PostgresSession.Connection) throws -> T) throws -> T {
+        let (fence, onFenced) = fenceLock.withLock { fenceState }
+        return try session.transaction { connection in
+            if let fence {
+                guard try Self.stillLeads(fence, connection) else {
+                    onFenced?(fence)
+                    throw SwitchboardError(
+                        .unavailable,
+                        "this daemon no longer leads the PostgreSQL database: another node took it over from node \(fence.node) (generation \(fence.generation))")
+                }
+            }
+            return try body(connection)
         }
     }
 
@@ -61,14 +79,13 @@ public final class PostgresStore: @unchecked Sendable {
 extension PostgresStore: AuditLog, StoreHealth {
     public func append(_ entry: AuditEntry) throws -> AuditEntry {
         try entry.validate()
-        try checkWritable()
         var binds = PostgresBindings()
         binds.append(entry.at)
         binds.append(entry.actor)
         binds.append(entry.action)
         binds.append(entry.target)
         binds.append(entry.detail)
-        let id = try session.withConnection { connection in
+        let id = try write { connection in
             try connection.query("INSERT INTO audit_log (at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5) RETURNING id", binds)
                 .first.map { try $0.decode(Int64.self) }
         }

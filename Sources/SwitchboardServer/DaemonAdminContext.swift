@@ -18,6 +18,8 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     /// Whether the daemon may write to its PostgreSQL database (its lease, ADR 0012); always
     /// with SQLite, which the state directory's lock keeps to one daemon.
     var storeLeaseHeld: @Sendable () -> Bool = { true }
+    /// The daemons sharing the store (`GET /v1/nodes`).
+    var clusterView: @Sendable () throws(SwitchboardError) -> ClusterView = { () throws(SwitchboardError) in throw SwitchboardError(.unavailable, "the daemon is starting") }
     let store: any DaemonStore
     let registry: PrometheusCollectorRegistry
     let logLevelControl: LogLevelControl
@@ -105,6 +107,8 @@ final class DaemonAdminContext: AdminContext, AdminRequestHandler, @unchecked Se
     }
 
     func now() -> Date { wallClock() }
+
+    func cluster() throws(SwitchboardError) -> ClusterView { try clusterView() }
 
     var calls: (any CallAdministration)? { callHub }
 }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Dispatch
 import Foundation
 import Logging
@@ -5,93 +6,168 @@ import SwitchboardCore
 import SwitchboardPostgres
 import Synchronization
 
-/// This daemon's hold on its PostgreSQL database (ADR 0012): claimed at start (refused while
-/// another daemon's lease runs), renewed every third of the lease on a queue of its own,
-/// given up at a clean stop. Lost (a renewal failed past the lease, or another node took the
-/// database while this one was frozen): readiness fails, so a balancer sends clients elsewhere.
+/// This daemon's place among the daemons of one PostgreSQL database (ADR 0012). It registers
+/// its node and, while another node leads, stands by: it renews its node row and tries to take
+/// the lead every third of a lease, so it takes over within about a lease and a third of the
+/// leader's death. Once it leads, its writes carry the leadership's generation
+/// (``PostgresStore/fence``) and it renews the lease every third of it. Deposed (another node
+/// took the lead while this one's lease had lapsed: it was frozen or cut off), it calls
+/// ``onDeposed`` once: the daemon stops and exits, to come back as a standby.
 final class StoreLease: Sendable {
     let store: PostgresStore
     let node: String
     let lease: Duration
     private let logger: Logger
-    private let state = Mutex<(timer: (any DispatchSourceTimer)?, held: Bool, lastRenewed: ContinuousClock.Instant)>((nil, false, .now))
+    private let takeovers: Counter
+    private let generationGauge: Gauge
+    private let wake = DispatchSemaphore(value: 0)
+    private let state = Mutex(State())
 
-    init(store: PostgresStore, lease: Duration = .seconds(10), logger: Logger) {
+    private struct State {
+        var timer: (any DispatchSourceTimer)?
+        var leading: PostgresStore.Fence?
+        var lastRenewed = ContinuousClock.now
+        var description = ""
+        var cancelled = false
+        var deposed = false
+        var onDeposed: (@Sendable () -> Void)?
+    }
+
+    /// Thrown by ``start(description:cancelled:)`` when the daemon was told to stop while it
+    /// stood by.
+    struct Cancelled: Error {}
+
+    init(store: PostgresStore, node: String, lease: Duration = .seconds(10), factory: any MetricsFactory, logger: Logger) {
         self.store = store
-        self.node = UUID().uuidString.lowercased()
+        self.node = node
         self.lease = lease
         self.logger = logger
+        takeovers = Counter(label: "switchboard_leader_takeovers_total", dimensions: [], factory: factory)
+        generationGauge = Gauge(label: "switchboard_leader_generation", dimensions: [], factory: factory)
     }
 
-    /// Whether this daemon may write: it holds the lease, renewed within its length.
+    /// Whether this daemon leads and may act: its lease renewed within its length.
     var held: Bool {
-        state.withLock { $0.held && ContinuousClock.now - $0.lastRenewed < lease }
+        state.withLock { $0.leading != nil && !$0.deposed && ContinuousClock.now - $0.lastRenewed < lease }
     }
 
-    /// Claims the database for this node and starts renewing. While another node's lease runs,
-    /// waits up to one lease length for it to lapse (a crashed daemon's does; a live one renews
-    /// it), then refuses (`conflict`, naming the holder).
-    func start(description: String) throws {
-        let deadline = ContinuousClock.now + lease + .milliseconds(500)
-        var waiting = false
-        while true {
-            do {
-                try store.claimNode(id: node, description: description, lease: lease)
-                break
-            } catch let error as SwitchboardError where error.code == .conflict && ContinuousClock.now < deadline {
-                if !waiting {
-                    logger.notice("waiting for another daemon's hold on the PostgreSQL database to lapse", metadata: ["error": "\(error.message)"])
-                    waiting = true
-                }
-                // Polls the lease on the server, at most a few times a second.
-                Thread.sleep(forTimeInterval: 0.25)
-            }
-        }
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "switchboard.store-lease"))
+    /// The leadership this daemon holds (`nil` while it stands by or after it was deposed).
+    var leading: PostgresStore.Fence? { state.withLock { $0.deposed ? nil : $0.leading } }
+
+    /// Called once, on a queue of its own, when another node took the lead from this one.
+    func onDeposed(_ handler: @escaping @Sendable () -> Void) {
+        state.withLock { $0.onDeposed = handler }
+    }
+
+    /// Registers this node and returns once it leads, standing by as long as another node's
+    /// lease runs. Throws ``Cancelled`` when ``cancel()`` is called (or `cancelled` says so)
+    /// first; an unreachable database is tried again at the next turn.
+    func start(description: String, cancelled: @escaping @Sendable () -> Bool = { false }) throws {
+        state.withLock { $0.description = description }
         let every = lease / 3
-        timer.schedule(deadline: .now() + .milliseconds(Int(every.milliseconds)), repeating: .milliseconds(Int(every.milliseconds)))
-        timer.setEventHandler { [weak self] in self?.renew() }
-        state.withLock { $0 = (timer, true, .now) }
-        // Writes stop when the hold does: a daemon frozen past its lease whose database another
-        // daemon took writes nothing more over that daemon's changes.
-        store.writeGate = { [weak self] in self?.held ?? false }
-        timer.resume()
-        logger.info("PostgreSQL database claimed", metadata: ["node": "\(node)", "lease": "\(lease)"])
+        var standingBy = false
+        var unreachable = false
+        while true {
+            if cancelled() || state.withLock({ $0.cancelled }) {
+                try? store.removeNode(id: node)
+                throw Cancelled()
+            }
+            do {
+                try store.renewNode(id: node, description: description, lease: lease)
+                if let leadership = try store.claimLeadership(node: node, lease: lease) {
+                    lead(leadership)
+                    return
+                }
+                if !standingBy, let leader = try store.leadership() {
+                    standingBy = true
+                    logger.notice(
+                        "standing by: another node leads this PostgreSQL database; taking over when its lease lapses",
+                        metadata: ["node": "\(node)", "leader": "\(leader.node)", "generation": "\(leader.generation)"])
+                }
+                unreachable = false
+            } catch {
+                if !unreachable {
+                    logger.error("PostgreSQL database unreachable while standing by; trying again", metadata: ["error": "\(error)"])
+                    unreachable = true
+                }
+            }
+            _ = wake.wait(timeout: .now() + .milliseconds(Int(every.milliseconds)))
+        }
+    }
+
+    /// Ends a standby wait (``start(description:cancelled:)`` throws ``Cancelled``).
+    func cancel() {
+        state.withLock { $0.cancelled = true }
+        wake.signal()
+    }
+
+    private func lead(_ leadership: Leadership) {
+        let fence = leadership.fence
+        store.onFenced = { [weak self] _ in self?.depose("a write found another node leading") }
+        store.fence = fence
+        generationGauge.record(leadership.generation)
+        if leadership.generation > 1 { takeovers.increment() }
+        let every = lease / 3
+        state.withLock { state in
+            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "switchboard.store-lease"))
+            timer.schedule(deadline: .now() + .milliseconds(Int(every.milliseconds)), repeating: .milliseconds(Int(every.milliseconds)))
+            timer.setEventHandler { [weak self] in self?.renew() }
+            state.timer = timer
+            state.leading = fence
+            state.lastRenewed = .now
+            timer.resume()
+        }
+        logger.notice(
+            "leading the PostgreSQL database", metadata: ["node": "\(node)", "generation": "\(leadership.generation)", "lease": "\(lease)"])
     }
 
     private func renew() {
+        let (fence, description) = state.withLock { ($0.leading, $0.description) }
+        guard let fence else { return }
         do {
-            if try store.renewNode(id: node, lease: lease) {
-                let regained = state.withLock { state in
-                    defer { state.held = true; state.lastRenewed = .now }
-                    return !state.held
-                }
-                if regained { logger.notice("PostgreSQL database lease held again", metadata: ["node": "\(node)"]) }
+            try? store.renewNode(id: node, description: description, lease: lease)
+            if try store.renewLeadership(fence, lease: lease) {
+                state.withLock { $0.lastRenewed = .now }
             } else {
-                let lost = state.withLock { state in
-                    defer { state.held = false }
-                    return state.held
-                }
-                if lost {
-                    logger.critical(
-                        "another daemon took the PostgreSQL database while this one's lease had lapsed; not ready until it is given back",
-                        metadata: ["node": "\(node)"])
-                }
+                depose("its lease was taken over")
             }
         } catch {
-            logger.error("could not renew the PostgreSQL database lease", metadata: ["node": "\(node)", "error": "\(error)"])
+            logger.error("could not renew the lead of the PostgreSQL database", metadata: ["node": "\(node)", "error": "\(error)"])
         }
     }
 
-    /// Stops renewing and gives the database up (the next daemon need not wait for the lease).
+    /// Another node leads now: stop renewing, stop writing (the store's fence refuses anyway)
+    /// and tell the daemon, once.
+    private func depose(_ why: String) {
+        let handler: (@Sendable () -> Void)? = state.withLock { state in
+            guard !state.deposed else { return nil }
+            state.deposed = true
+            state.timer?.cancel()
+            state.timer = nil
+            return state.onDeposed ?? {}
+        }
+        guard let handler else { return }
+        logger.critical(
+            "another node took the lead of the PostgreSQL database while this one's lease had lapsed; stopping",
+            metadata: ["node": "\(node)", "why": "\(why)"])
+        DispatchQueue.global().async(execute: handler)
+    }
+
+    /// Stops renewing and gives the lead up (a standby takes it at its next try) and the node
+    /// row (the node is gone, not dead).
     func stop() {
-        state.withLock { state in
+        let (fence, deposed) = state.withLock { state in
             // Cancelling does not wait for a renewal under way (which takes this lock).
             state.timer?.cancel()
-            state = (nil, false, state.lastRenewed)
+            state.timer = nil
+            defer { state.leading = nil }
+            return (state.leading, state.deposed)
         }
-        do { try store.releaseNode(id: node) } catch {
-            logger.warning("could not give the PostgreSQL database up; the next daemon waits for the lease", metadata: ["error": "\(error)"])
+        do {
+            if let fence, !deposed { try store.releaseLeadership(fence) }
+            try store.removeNode(id: node)
+        } catch {
+            logger.warning("could not give the lead of the PostgreSQL database up; a standby waits for the lease", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -31,14 +31,16 @@ extension SwitchboardDaemon {
             if !store.migrationsApplied.isEmpty {
                 logger.notice("PostgreSQL database migrated", metadata: ["migrations": "\(store.migrationsApplied)"])
             }
-            let lease = StoreLease(store: store, lease: configuration.postgresLease, logger: logger)
+            let lease = StoreLease(store: store, node: nodeID, lease: configuration.postgresLease, factory: factory, logger: logger)
+            lease.onDeposed { [weak self] in self?.wasDeposed() }
+            storeLease = lease
             do {
-                try lease.start(description: "\(ProcessInfo.processInfo.hostName) pid \(getpid()), state directory \(configuration.store.directory)")
+                try lease.start(description: nodeDescription, cancelled: { [weak self] in self?.standbyCancelled ?? true })
             } catch {
+                storeLease = nil
                 store.close()
                 throw error
             }
-            storeLease = lease
             return store
         }
         let store = try SQLiteStore(configuration: configuration.store)

@@ -38,6 +38,17 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         set { lock.withLock { lease = newValue } }
     }
     private var lease: StoreLease?
+    /// This daemon's id among the daemons of its database (`GET /v1/nodes`), new at each start.
+    public let nodeID = UUID().uuidString.lowercased()
+    let startedAt = Date()
+    /// Set when a graceful shutdown was asked for while the daemon stood by.
+    var standbyCancelled: Bool { lock.withLock { cancelledStandby } }
+    private var cancelledStandby = false
+    /// Whether another daemon took the lead of the database from this one (it was frozen or
+    /// cut off past its lease); ``run()`` then stops and `serve` exits 75, to be restarted.
+    public var deposed: Bool { lock.withLock { wasDeposedFlag } }
+    private var wasDeposedFlag = false
+    private let (deposedEvents, deposedContinuation) = AsyncStream<Void>.makeStream()
     /// How long a service thread's loop may go without turning before `/readyz` fails (a
     /// healthy loop turns at least every 100 ms).
     public var watchdogThreshold: Duration {
@@ -141,7 +152,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let store = try openStore(factory: factory)
         let directory = try SFUDirectory(
             store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
-            clock: clocks.monotonic, wallClock: clocks.wall, metricsFactory: factory, roomKeys: try roomKeys(), logger: logger)
+            clock: clocks.monotonic, wallClock: clocks.wall, metricsFactory: factory, roomKeys: try roomKeys(store), logger: logger)
         let auth = configuration.auth
         let tokens = Blocking.wait { await JWTTokenService(configuration: auth) }
         try store.replaceRegions(configuration.placement.regions)
@@ -156,7 +167,11 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             factory: factory, logLevel: logLevel, tokens: tokens, wallClock: clocks.wall)
         context.stalledThreads = { [weak self] in self?.stalledThreads() ?? [] }
         context.storeLeaseHeld = { [weak self] in self?.storeLease?.held ?? true }
-        context.install(AdminRoutes.router(configuration: try adminConfiguration(), context: context))
+        context.clusterView = { [weak self] () throws(SwitchboardError) in
+            guard let self else { throw SwitchboardError(.unavailable, "the daemon stopped") }
+            return try self.clusterView(store)
+        }
+        context.install(AdminRoutes.router(configuration: try adminConfiguration(store), context: context))
         // The hub is ready before the first connection can arrive.
         let clientRoutes = DaemonClientRoutes(
             configuration: configuration.http, mint: DevTokenRoute(mint: { [context] request throws(SwitchboardError) in try context.mintToken(request) }),
@@ -234,8 +249,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     /// The key Janus rooms, their secrets and session tokens are derived from: generated into
     /// `<store.directory>/sfu-room.key` (mode 0600) at first start and kept, so rooms and tokens
     /// stay the same across restarts.
-    private func roomKeys() throws -> SFURoomKeys {
-        let file = try PrivateStateFile.loadOrCreate(directory: configuration.store.directory, name: "sfu-room.key", what: "SFU room key") {
+    private func roomKeys(_ store: any DaemonStore) throws -> SFURoomKeys {
+        let file = try stateSecret(store, name: "sfu-room.key", what: "SFU room key", keepCopy: false) {
             var generator = SystemRandomNumberGenerator()
             return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
         }
@@ -247,10 +262,10 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
 
     /// The admin settings with the token resolved: with token auth and none configured, the one
     /// generated into the state directory (its path is logged, never its value).
-    private func adminConfiguration() throws -> AdminConfiguration {
+    private func adminConfiguration(_ store: any DaemonStore) throws -> AdminConfiguration {
         var admin = configuration.admin
         guard admin.auth == .token, admin.token == nil else { return admin }
-        let file = try AdminTokenFile.loadOrCreate(directory: configuration.store.directory) {
+        let file = try stateSecret(store, name: "admin.token", what: "admin token", keepCopy: true) {
             var generator = SystemRandomNumberGenerator()
             return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
         }
@@ -317,12 +332,47 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         return calls
     }
 
-    /// Runs until a graceful shutdown is requested (ServiceLifecycle), then shuts down.
+    /// Runs until a graceful shutdown is requested (ServiceLifecycle), or until another daemon
+    /// takes the lead of the database from this one, then shuts down. On PostgreSQL the start
+    /// stands by while another daemon leads; a shutdown asked for then ends the wait.
     public func run() async throws {
-        try start()
-        try? await gracefulShutdown()
+        do {
+            try await withGracefulShutdownHandler {
+                try await Self.onThread { [self] in try start() }
+            } onGracefulShutdown: { [weak self] in
+                self?.cancelStandby()
+            }
+        } catch is StoreLease.Cancelled {
+            logger.notice("stopped while standing by")
+            return
+        }
+        let deposed = deposedEvents
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await gracefulShutdown() }
+            group.addTask {
+                var events = deposed.makeAsyncIterator()
+                _ = await events.next()
+            }
+            await group.next()
+            group.cancelAll()
+        }
         let forceExit = SignalEscalation.armed(logger: logger)
         shutdown()
         forceExit.disarm()
+    }
+
+    /// Ends a standby wait: the start throws ``StoreLease/Cancelled``.
+    func cancelStandby() {
+        let lease = lock.withLock {
+            cancelledStandby = true
+            return self.lease
+        }
+        lease?.cancel()
+    }
+
+    /// Another daemon leads now: ``run()`` stops this one.
+    func wasDeposed() {
+        lock.withLock { wasDeposedFlag = true }
+        deposedContinuation.yield()
     }
 }

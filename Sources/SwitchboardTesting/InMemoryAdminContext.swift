@@ -71,4 +71,13 @@ public final class InMemoryAdminContext: AdminContext, @unchecked Sendable {
     }
 
     public func now() -> Date { fixedNow }
+
+    /// What `GET /v1/nodes` answers; a failure to throw instead, when set.
+    public var clusterView = ClusterView(store: "sqlite", rows: [], leader: nil, current: "", now: Date(timeIntervalSince1970: 1_800_000_000))
+    public var clusterFailure: SwitchboardError?
+
+    public func cluster() throws(SwitchboardError) -> ClusterView {
+        if let failure = lock.withLock({ clusterFailure }) { throw failure }
+        return lock.withLock { clusterView }
+    }
 }

@@ -31,6 +31,9 @@ struct Serve: AsyncParsableCommand {
             logger.critical("switchboard stopped with an error", metadata: ["error": "\(error)"])
             throw ExitCode(1)
         }
+        // EX_TEMPFAIL: another daemon took the lead of the database while this one was frozen or
+        // cut off; restarted (systemd's Restart=on-failure), it stands by.
+        if daemon.deposed { throw ExitCode(75) }
         // EX_SOFTWARE: a service thread was stuck and had to be left behind.
         if !daemon.stuckThreads.isEmpty { throw ExitCode(70) }
     }

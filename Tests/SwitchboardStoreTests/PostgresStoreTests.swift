@@ -145,54 +145,80 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertTrue(store.isWritable())
     }
 
-    /// One live node per database until calls are owned per node: a second claim is refused
-    /// naming the holder; once the holder's lease lapses (here set back on the server's clock)
-    /// another node takes the database, and the first one's renewal says it lost it.
-    func test_aDatabaseIsHeldByOneLiveNodeAtATime() throws {
+    /// One node leads at a time: a second claim gets nothing while the leader's lease runs;
+    /// once it lapses (set back here on the server's clock) the other node takes the lead with
+    /// the next generation and the old leader's renewal says it lost it; a lead given up is
+    /// taken at once. Every node's row is listed with the leader and the server's clock.
+    func test_oneNodeLeadsAtATimeAndATakeoverIsTheNextGeneration() throws {
         let configuration = try database()
         let first = try PostgresStore(configuration: configuration)
         let second = try PostgresStore(configuration: configuration)
-        try first.claimNode(id: "node-a", description: "host-a pid 1", lease: .seconds(60))
-        XCTAssertTrue(try first.renewNode(id: "node-a", lease: .seconds(60)))
-        XCTAssertThrowsError(try second.claimNode(id: "node-b", description: "host-b pid 2", lease: .seconds(60))) { error in
-            XCTAssertEqual((error as? SwitchboardError)?.code, .conflict)
-            XCTAssertTrue("\(error)".contains("node node-a, host-a pid 1"), "\(error)")
-        }
-        try first.claimNode(id: "node-a", description: "host-a pid 1", lease: .seconds(60))
-        XCTAssertEqual(try first.nodes().map(\.id), ["node-a"], "claiming again is renewing")
+        try first.registerNode(id: "node-a", description: "host-a pid 1", lease: .seconds(60))
+        try second.registerNode(id: "node-b", description: "host-b pid 2", lease: .seconds(60))
+        XCTAssertNil(try first.leadership(), "nobody led yet")
+        let a = try XCTUnwrap(try first.claimLeadership(node: "node-a", lease: .seconds(60)))
+        XCTAssertEqual([a.node, "\(a.generation)"], ["node-a", "1"])
+        XCTAssertNil(try second.claimLeadership(node: "node-b", lease: .seconds(60)), "node-a's lease runs")
+        XCTAssertNil(try first.claimLeadership(node: "node-a", lease: .seconds(60)), "a leader renews, it does not claim again")
+        XCTAssertTrue(try first.renewLeadership(a.fence, lease: .seconds(60)))
+        XCTAssertEqual(try second.leadership()?.fence, a.fence)
 
-        try admin(configuration, "UPDATE node SET lease_until = now() - interval '1 second'")
-        try second.claimNode(id: "node-b", description: "host-b pid 2", lease: .seconds(60))
-        XCTAssertFalse(try first.renewNode(id: "node-a", lease: .seconds(60)), "taken while its lease had lapsed")
-        XCTAssertEqual(try second.nodes().map(\.id), ["node-b"])
-        let held = try XCTUnwrap(try second.nodes().first)
-        XCTAssertGreaterThan(held.leaseUntil, held.lastSeen)
+        try admin(configuration, "UPDATE leader SET lease_until = now() - interval '1 second'")
+        XCTAssertTrue(try first.renewLeadership(a.fence, lease: .seconds(60)), "a lapsed lease nobody took is renewed")
+        try admin(configuration, "UPDATE leader SET lease_until = now() - interval '1 second'")
+        let b = try XCTUnwrap(try second.claimLeadership(node: "node-b", lease: .seconds(60)))
+        XCTAssertEqual([b.node, "\(b.generation)"], ["node-b", "2"])
+        XCTAssertFalse(try first.renewLeadership(a.fence, lease: .seconds(60)), "taken over while its lease had lapsed")
+        XCTAssertGreaterThan(b.leaseUntil, Date())
 
-        try second.releaseNode(id: "node-b")
-        XCTAssertEqual(try second.nodes(), [])
-        try first.claimNode(id: "node-a", description: "host-a pid 1", lease: .seconds(60))
-        XCTAssertTrue(try first.renewNode(id: "node-a", lease: .seconds(60)), "released: taken at once, no lease to wait out")
+        let cluster = try first.cluster()
+        XCTAssertEqual(cluster.nodes.map(\.id), ["node-a", "node-b"])
+        XCTAssertEqual(cluster.leader?.fence, b.fence)
+        XCTAssertLessThan(abs(cluster.now.timeIntervalSinceNow), 60, "the server's clock")
+        XCTAssertTrue(cluster.nodes.allSatisfy { $0.leaseUntil > cluster.now && $0.lastSeen <= cluster.now })
+
+        try second.releaseLeadership(b.fence)
+        let again = try XCTUnwrap(try first.claimLeadership(node: "node-a", lease: .seconds(60)), "given up: taken at once")
+        XCTAssertEqual(again.generation, 3)
+        try second.removeNode(id: "node-b")
+        XCTAssertEqual(try first.nodes().map(\.id), ["node-a"])
     }
 
-    /// While the write gate (the daemon's lease) says no, every write is refused `unavailable`
-    /// and nothing is stored; reads go on.
-    func test_writesAreRefusedWhileTheWriteGateSaysNo() throws {
-        let store = try PostgresStore(configuration: try database())
-        let allowed = Mutex(false)
-        store.writeGate = { allowed.withLock { $0 } }
+    /// A fenced store writes only while its leadership stands: once another node took the lead,
+    /// every write is refused `unavailable`, stores nothing and reports the fence; the new
+    /// leader writes; reads go on for both.
+    func test_writesCarryTheLeadershipAndAreRefusedOnceAnotherNodeTookItOver() throws {
+        let configuration = try database()
+        let old = try PostgresStore(configuration: configuration)
+        let new = try PostgresStore(configuration: configuration)
+        let a = try XCTUnwrap(try old.claimLeadership(node: "node-a", lease: .seconds(60)))
+        old.fence = a.fence
+        let fenced = Mutex<[PostgresStore.Fence]>([])
+        old.onFenced = { fence in fenced.withLock { $0.append(fence) } }
         let entry = AuditEntry(at: Date(timeIntervalSince1970: 1_800_000_000), actor: "a", action: "drain")
+        _ = try old.append(entry)
+
+        try admin(configuration, "UPDATE leader SET lease_until = now() - interval '1 second'")
+        let b = try XCTUnwrap(try new.claimLeadership(node: "node-b", lease: .seconds(60)))
+        new.fence = b.fence
         let call = CallRecord(cid: CallCID(type: "default", id: "c1")!, createdBy: UserID("alice")!, createdAt: Date(timeIntervalSince1970: 1_800_000_000))
-        for write in [{ _ = try store.append(entry) }, { try store.apply([.saveCall(call)]) }, { try store.replaceRegions(RegionTable.builtin) }] as [() throws -> Void] {
+        let writes: [() throws -> Void] = [
+            { _ = try old.append(entry) }, { try old.apply([.saveCall(call)]) }, { try old.replaceRegions(RegionTable.builtin) },
+            { _ = try old.pruneWebhooks(createdBefore: Date(), limit: 10) }, { _ = try old.sharedSecret("s", proposed: String(repeating: "a", count: 32)) },
+        ]
+        for write in writes {
             XCTAssertThrowsError(try write()) { error in
                 XCTAssertEqual((error as? SwitchboardError)?.code, .unavailable)
-                XCTAssertTrue("\(error)".contains("lease"), "\(error)")
+                XCTAssertTrue("\(error)".contains("no longer leads"), "\(error)")
             }
         }
-        XCTAssertEqual(try store.entries(limit: 10, before: nil), [])
-        XCTAssertNil(try store.loadCall(call.cid))
-        allowed.withLock { $0 = true }
-        _ = try store.append(entry)
-        try store.apply([.saveCall(call)])
-        XCTAssertEqual(try store.loadCall(call.cid)?.call.cid, call.cid)
+        XCTAssertEqual(fenced.withLock { $0 }, Array(repeating: a.fence, count: writes.count))
+        XCTAssertEqual(try old.entries(limit: 10, before: nil).count, 1, "only the write made while it led")
+        XCTAssertNil(try old.loadCall(call.cid))
+
+        try new.apply([.saveCall(call)])
+        XCTAssertEqual(try old.loadCall(call.cid)?.call.cid, call.cid, "the old leader still reads")
+        XCTAssertEqual(try new.sharedSecret("s", proposed: String(repeating: "b", count: 32)), String(repeating: "b", count: 32))
+        XCTAssertEqual(try new.sharedSecret("s", proposed: String(repeating: "c", count: 32)), String(repeating: "b", count: 32), "the first one stays")
     }
 }

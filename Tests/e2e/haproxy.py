@@ -11,7 +11,9 @@ What the config sets:
 
 - Health checks: ``option tcp-check`` (a TCP connect) every ``check_inter_ms`` (100 ms), a server
   goes DOWN after ``fall`` (2) failed checks and UP again after ``rise`` (2) good ones, so a dead
-  backend leaves the rotation within about ``fall * check_inter_ms``.
+  backend leaves the rotation within about ``fall * check_inter_ms``. With ``ready_ports`` (a
+  port per server name) the check is ``GET /readyz`` on that port instead, 200 wanted: a frozen
+  server, whose kernel still accepts connections, fails it at ``timeout check`` (1 s).
 - ``option redispatch`` with ``retries 2``: a connection refused by a server not yet marked DOWN
   is tried on another one.
 - Timeouts for long-lived WebSockets: ``timeout client``/``server``/``tunnel`` ``1h``
@@ -97,6 +99,7 @@ class HAProxy(ChildServer):
         fall: int = 2,
         rise: int = 2,
         tunnel_timeout: str = "1h",
+        ready_ports: Mapping[str, int] | None = None,
         start_timeout: float = 15.0,
         stop_timeout: float = 10.0,
         keep_dir: bool = False,
@@ -117,6 +120,9 @@ class HAProxy(ChildServer):
         self.fall = fall
         self.rise = rise
         self.tunnel_timeout = tunnel_timeout
+        self.ready_ports = dict(ready_ports or {})
+        if self.ready_ports and set(self.ready_ports) != set(self.servers):
+            raise ValueError(f"ready_ports names {sorted(self.ready_ports)}, the servers are {sorted(self.servers)}")
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.keep_dir = keep_dir
@@ -144,7 +150,10 @@ class HAProxy(ChildServer):
         """The configuration for the current ``port`` (see the module's doc)."""
         check = f"check inter {self.check_inter_ms}ms fastinter {self.check_inter_ms}ms " \
                 f"downinter {self.check_inter_ms}ms fall {self.fall} rise {self.rise}"
-        servers = "".join(f"    server {name} {address}\n" for name, address in self.servers.items())
+        servers = "".join(
+            f"    server {name} {address}" + (f" port {self.ready_ports[name]}" if self.ready_ports else "") + "\n"
+            for name, address in self.servers.items())
+        checking = "option httpchk GET /readyz\n    http-check expect status 200" if self.ready_ports else "option tcp-check"
         return f"""# Written by Tests/e2e/haproxy.py: plain TCP balancing for tests.
 global
     stats socket {self.socket_path} mode 600 level admin
@@ -167,7 +176,7 @@ frontend {FRONTEND}
 
 backend {BACKEND}
     balance {self.balance}
-    option tcp-check
+    {checking}
     default-server {check}
 {servers}"""
 

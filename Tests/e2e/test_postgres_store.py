@@ -44,7 +44,7 @@ from webhook_harness import Daemon, Daemons, daemons, wait_until  # noqa: F401 -
 PASSWORD = "Pw-n0t-t0-be-pr1nted"
 #: Rings long enough to outlast a crash and restart of the daemon.
 RING_MS = 60000
-MIGRATIONS = ("v1_audit_log", "v2_calls", "v3_webhooks", "v4_sfus", "v5_nodes")
+MIGRATIONS = ("v1_audit_log", "v2_calls", "v3_webhooks", "v4_sfus", "v5_nodes", "v6_leader")
 #: The daemons' hold on the database: a SIGKILLed daemon's lapses this long after its last renewal.
 LEASE_MS = 2000
 RUN_TIMEOUT_S = 60.0
@@ -242,29 +242,3 @@ def test_a_call_refused_while_postgresql_is_down_does_not_exist_afterwards(postg
     assert alice.request("call.get_or_create", request)["data"]["created"], "created now, whole"
     assert "calls rebuilt from it" in daemon.output()
     alice.close()
-
-
-def test_one_daemon_per_database_a_second_waits_out_a_lease_then_refuses(postgres, daemons, tmp_path: Path) -> None:
-    """Until calls are owned per node, a second daemon on a database another one uses would
-    overwrite its changes: it waits one lease for the holder's to lapse, then refuses, naming the
-    holder. A clean stop gives the database up, so the next daemon starts at once."""
-    url = store_url(postgres, "shared")
-    first = on_postgres(daemons, url, tmp_path / "a")
-    env = {**daemon_env(), "SWITCHBOARD_STORE_KIND": "postgres", "SWITCHBOARD_STORE_POSTGRES_URL": url,
-           "SWITCHBOARD_STORE_POSTGRES_LEASE_MS": str(LEASE_MS)}
-    serve = ["serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", "--state-dir", str(tmp_path / "b")]
-    began = time.monotonic()
-    refused = run_switchboard(*serve, env=env, cwd=tmp_path)
-    waited = time.monotonic() - began
-    output = refused.stdout + refused.stderr
-    assert refused.returncode not in (0, None), output
-    assert "another daemon uses this database (node " in output and f"pid {first.process.pid}," in output, output
-    assert LEASE_MS / 1000 <= waited < LEASE_MS / 1000 + 20, waited
-    assert PASSWORD not in output
-    assert readiness(first)[0] == 200, "the holder renews and stays ready"
-
-    first.stop()
-    began = time.monotonic()
-    second = on_postgres(daemons, url, tmp_path / "c")
-    assert time.monotonic() - began < LEASE_MS / 1000, "given up at a clean stop: no lease to wait out"
-    assert readiness(second)[0] == 200

@@ -106,23 +106,37 @@ def now_ms() -> int:
 class Daemon:
     """One ``switchboard serve`` process on a given state directory and config file."""
 
-    def __init__(self, state_dir: Path, config: Path, env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, state_dir: Path, config: Path, env: dict[str, str], cwd: Path,
+                 ports: tuple[int, int] | None = None, wait: bool = True) -> None:
+        """Starts ``switchboard serve`` on ``ports`` (client, admin; default: any free ones)
+        and, with ``wait``, waits for its ready line (a standby prints it once it leads)."""
         self.state_dir, self.config, self.env, self.cwd = state_dir, config, env, cwd
         self.lines: list[str] = []
         self.port: int | None = None
         self.admin_port: int | None = None
         self._ready = threading.Event()
         self._lock = threading.Lock()
+        client, admin = ports or (0, 0)
         self.process = subprocess.Popen(
-            [str(_daemon_binary()), "serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0",
+            [str(_daemon_binary()), "serve", "--host", "127.0.0.1", "--port", str(client), "--admin-port", str(admin),
              "--state-dir", str(state_dir), "--config", str(config)],
             cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True, errors="replace", bufsize=1,
         )
         self._reader = threading.Thread(target=self._pump, name="switchboard-output", daemon=True)
         self._reader.start()
-        self._ready.wait(START_TIMEOUT_S)
-        if self.port is None or self.admin_port is None:
+        if wait:
+            self.wait_ready(START_TIMEOUT_S)
+
+    @property
+    def ready(self) -> bool:
+        """Whether it printed its ready line (it serves)."""
+        return self.port is not None and self.admin_port is not None
+
+    def wait_ready(self, timeout: float) -> None:
+        """Waits up to ``timeout`` for the ready line; fails the test (ending the process) without it."""
+        self._ready.wait(timeout)
+        if not self.ready:
             if self.process.poll() is None:
                 os.kill(self.process.pid, signal.SIGKILL)
                 self.process.wait(STOP_TIMEOUT_S)
@@ -245,14 +259,14 @@ class Daemons:
         self.started: list[Daemon] = []
 
     def start(self, webhooks: dict[str, Any], *, state_dir: Path | None = None, config: Path | None = None,
-              **env_overrides: Any) -> Daemon:
+              ports: tuple[int, int] | None = None, wait: bool = True, **env_overrides: Any) -> Daemon:
         """A daemon on ``state_dir`` (default ``tmp_path/data``) with ``webhooks`` written to a
         config file (or the given ``config``) and ``env_overrides``."""
         state_dir = state_dir or self.tmp_path / "data"
         state_dir.mkdir(parents=True, exist_ok=True)
         if config is None:
             config = write_config(self.tmp_path / "switchboard.json", webhooks)
-        daemon = Daemon(state_dir, config, base_env(**env_overrides), self.tmp_path)
+        daemon = Daemon(state_dir, config, base_env(**env_overrides), self.tmp_path, ports=ports, wait=wait)
         self.started.append(daemon)
         return daemon
 
