@@ -14,6 +14,7 @@ What the config sets:
   backend leaves the rotation within about ``fall * check_inter_ms``. With ``ready_ports`` (a
   port per server name) the check is ``GET /readyz`` on that port instead, 200 wanted: a frozen
   server, whose kernel still accepts connections, fails it at ``timeout check`` (1 s).
+  ``ready_token`` sends ``Authorization: Bearer TOKEN`` with it, as docs/deploy-cluster.md does.
 - ``option redispatch`` with ``retries 2``: a connection refused by a server not yet marked DOWN
   is tried on another one.
 - Timeouts for long-lived WebSockets: ``timeout client``/``server``/``tunnel`` ``1h``
@@ -100,6 +101,7 @@ class HAProxy(ChildServer):
         rise: int = 2,
         tunnel_timeout: str = "1h",
         ready_ports: Mapping[str, int] | None = None,
+        ready_token: str | None = None,
         start_timeout: float = 15.0,
         stop_timeout: float = 10.0,
         keep_dir: bool = False,
@@ -121,6 +123,7 @@ class HAProxy(ChildServer):
         self.rise = rise
         self.tunnel_timeout = tunnel_timeout
         self.ready_ports = dict(ready_ports or {})
+        self.ready_token = ready_token
         if self.ready_ports and set(self.ready_ports) != set(self.servers):
             raise ValueError(f"ready_ports names {sorted(self.ready_ports)}, the servers are {sorted(self.servers)}")
         self.start_timeout = start_timeout
@@ -153,7 +156,10 @@ class HAProxy(ChildServer):
         servers = "".join(
             f"    server {name} {address}" + (f" port {self.ready_ports[name]}" if self.ready_ports else "") + "\n"
             for name, address in self.servers.items())
-        checking = "option httpchk GET /readyz\n    http-check expect status 200" if self.ready_ports else "option tcp-check"
+        checking = "option tcp-check"
+        if self.ready_ports:
+            auth = f' hdr Authorization "Bearer {self.ready_token}"' if self.ready_token else ""
+            checking = f"option httpchk\n    http-check send meth GET uri /readyz{auth}\n    http-check expect status 200"
         return f"""# Written by Tests/e2e/haproxy.py: plain TCP balancing for tests.
 global
     stats socket {self.socket_path} mode 600 level admin

@@ -127,6 +127,7 @@ class PostgresServer(ChildServer):
         database: str = "postgres",
         durable: bool = True,
         settings: dict[str, str | int] | None = None,
+        hba: list[str] | None = None,
         start_timeout: float = 60.0,
         stop_timeout: float = 20.0,
         keep_dir: bool = False,
@@ -136,6 +137,8 @@ class PostgresServer(ChildServer):
         database: the database ``url``, ``dsn`` and ``psql`` use by default (initdb makes ``postgres``).
         durable: False turns off fsync, synchronous_commit and full_page_writes (never for crash tests).
         settings: more ``-c name=value`` server settings, e.g. ``{"max_connections": 200}``.
+        hba: more ``pg_hba.conf`` lines, e.g. ``["host all all 10.231.0.0/16 trust"]`` for clients
+            in a test's network namespaces (with ``listen_addresses`` in ``settings``).
         start_timeout: bound on each start (crash recovery included); initdb gets twice as long.
         """
         if not _NAME.fullmatch(user):
@@ -144,6 +147,7 @@ class PostgresServer(ChildServer):
         self.database = database
         self.durable = durable
         self.settings = dict(settings or {})
+        self.hba = list(hba or [])
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.keep_dir = keep_dir
@@ -228,6 +232,9 @@ class PostgresServer(ChildServer):
         done = self._run(argv, timeout=2 * self.start_timeout)
         if done.returncode != 0:
             raise PostgresError(f"initdb exited with {done.returncode}:\n{self.log_text()[-4000:]}")
+        if self.hba:
+            with open(self.data_dir / "pg_hba.conf", "a") as conf:
+                conf.write("".join(line + "\n" for line in self.hba))
 
     def _run(self, argv: list[str], timeout: float = 10.0) -> subprocess.CompletedProcess:
         with open(self.log_path, "ab") as log:

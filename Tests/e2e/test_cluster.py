@@ -1,11 +1,9 @@
 """Several daemons on one PostgreSQL database behind HAProxy (ADR 0012): one leads, the others
 stand by and take over.
 
-Each test runs its own ``pgserver.PostgresServer`` and three daemons (``webhook_harness``) on
-ports chosen free here, one database, a state directory each, and ``haproxy.HAProxy`` in TCP
-mode in front of them, whose health check (``GET /readyz`` on each node's admin port) finds the
-one daemon that leads: a standby binds its ports only once it leads, and a frozen leader does
-not answer. Clients connect through the balancer only.
+Each test runs its own PostgreSQL server and ``cluster_harness.Cluster``: three daemons on one
+database behind HAProxy checking each one's ``GET /readyz``. Clients connect through the
+balancer only.
 
 - One daemon leads (generation 1) and serves; the others print that they stand by and do not
   listen. ``GET /v1/nodes`` lists the three with their roles and processes; a call rings through
@@ -31,110 +29,9 @@ import http.client
 import os
 import signal
 import time
-from pathlib import Path
-from typing import Any, Iterator
 
-import pytest
-
-import haproxy
-import pgserver
-from haproxy import HAProxy
-from janus_config import free_tcp_ports
-from pgserver import PostgresServer
-from webhook_harness import CallClient, Daemon, Daemons, daemons, wait_until  # noqa: F401 - fixture
-
-#: The leader's lease: a standby takes over about this long (plus a third) after the last renewal.
-LEASE_MS = 2000
-#: A takeover, its start and the balancer's health check, with room for a loaded machine.
-TAKEOVER_S = 30.0
-NODES = 3
-
-
-@pytest.fixture
-def postgres() -> Iterator[PostgresServer]:
-    """A private PostgreSQL server; fails, never skips, without PostgreSQL or HAProxy."""
-    reason = pgserver.missing_requirements() or haproxy.missing_requirements()
-    if reason:
-        pytest.fail(reason, pytrace=False)
-    with PostgresServer(durable=False) as server:
-        yield server
-
-
-class Cluster:
-    """Three daemons on one database and HAProxy in front of them."""
-
-    def __init__(self, daemons: Daemons, url: str, tmp_path: Path, ring_ms: int, **env: Any) -> None:
-        ports = free_tcp_ports(2 * NODES)
-        self.client_ports = {f"n{i}": ports[2 * i] for i in range(NODES)}
-        self.nodes: dict[str, Daemon] = {}
-        for i in range(NODES):
-            name = f"n{i}"
-            self.nodes[name] = daemons.start(
-                {}, state_dir=tmp_path / name, ports=(ports[2 * i], ports[2 * i + 1]), wait=False,
-                STORE_KIND="postgres", STORE_POSTGRES_URL=url, STORE_POSTGRES_LEASE_MS=LEASE_MS,
-                CALL_TYPES_RINGING_INCOMING_TIMEOUT_MS=ring_ms, CALL_TYPES_RINGING_AUTO_CANCEL_TIMEOUT_MS=ring_ms, **env)
-        # The balancer checks each node's /readyz (admin port), as docs/deploy-cluster.md does; a
-        # test that turns admin tokens on checks TCP connects instead.
-        ready_ports = None if "ADMIN_AUTH" in env else {f"n{i}": ports[2 * i + 1] for i in range(NODES)}
-        self.lb = HAProxy({name: f"127.0.0.1:{port}" for name, port in self.client_ports.items()}, ready_ports=ready_ports)
-        self.lb.start()
-
-    def leader(self, among: list[str] | None = None) -> str:
-        """The one node (of ``among``) that serves, once it does; the others must not serve."""
-        names = among or list(self.nodes)
-        serving = wait_until(lambda: [n for n in names if self.nodes[n].ready], TAKEOVER_S, "a node leading")
-        assert len(serving) == 1, (serving, {n: self.nodes[n].output() for n in names})
-        # The balancer sends clients to it alone: every other node is down for its check.
-        wanted = {n: "UP" if n == serving[0] else "DOWN" for n in self.nodes}
-        wait_until(lambda: self.lb.backend_states() == wanted, TAKEOVER_S, f"the balancer seeing {wanted}, not {self.lb.backend_states()}")
-        return serving[0]
-
-    def client(self, user: str, resume: str | None = None) -> CallClient:
-        """A call-protocol client through the balancer."""
-        return CallClient(self.lb.port, user, resume)
-
-    def close(self) -> None:
-        self.lb.stop()
-
-
-@pytest.fixture
-def cluster_of(postgres: PostgresServer, daemons: Daemons, tmp_path: Path) -> Iterator[Any]:
-    made: list[Cluster] = []
-
-    def make(database: str, ring_ms: int = 60000, **env: Any) -> Cluster:
-        made.append(Cluster(daemons, postgres.create_database(database), tmp_path, ring_ms, **env))
-        return made[-1]
-
-    try:
-        yield make
-    finally:
-        for cluster in made:
-            cluster.close()
-
-
-def ring(client: CallClient, call_id: str) -> dict[str, Any]:
-    return client.ok("call.get_or_create", {"type": "ringing", "id": call_id, "members": ["bob"], "ring": True})
-
-
-def events(daemon: Daemon, call_id: str) -> list[str]:
-    """The call's event log, by type, as the serving daemon's admin API shows it."""
-    return [e["type"] for e in daemon.admin_ok("GET", f"/v1/calls/ringing/{call_id}")["events"]]
-
-
-def roles(daemon: Daemon) -> dict[int, str]:
-    """``GET /v1/nodes``: each node's role by the PID its description names."""
-    view = daemon.admin_ok("GET", "/v1/nodes")
-    return {int(n["description"].split(" pid ")[1].split(",")[0]): n["role"] for n in view["nodes"]}
-
-
-def metrics_text(daemon: Daemon) -> str:
-    connection = http.client.HTTPConnection("127.0.0.1", daemon.admin_port, timeout=10)
-    try:
-        connection.request("GET", "/metrics")
-        return connection.getresponse().read().decode()
-    finally:
-        connection.close()
-
+from cluster_harness import LEASE_MS, TAKEOVER_S, cluster_of, events, metrics_text, postgres, ring, roles  # noqa: F401 - fixtures
+from webhook_harness import daemons, wait_until  # noqa: F401 - fixture
 
 def test_one_daemon_leads_the_others_stand_by_and_clients_reach_it_through_the_balancer(cluster_of) -> None:
     cluster = cluster_of("three")

@@ -107,10 +107,15 @@ class Daemon:
     """One ``switchboard serve`` process on a given state directory and config file."""
 
     def __init__(self, state_dir: Path, config: Path, env: dict[str, str], cwd: Path,
-                 ports: tuple[int, int] | None = None, wait: bool = True) -> None:
-        """Starts ``switchboard serve`` on ``ports`` (client, admin; default: any free ones)
-        and, with ``wait``, waits for its ready line (a standby prints it once it leads)."""
-        self.state_dir, self.config, self.env, self.cwd = state_dir, config, env, cwd
+                 ports: tuple[int, int] | None = None, wait: bool = True, host: str = "127.0.0.1",
+                 prefix: list[str] | None = None) -> None:
+        """Starts ``switchboard serve`` on ``host`` and ``ports`` (client, admin; default: any
+        free ones), its command behind ``prefix`` (``ip netns exec NAME``, say), and, with
+        ``wait``, waits for its ready line (a standby prints it once it leads). The admin API
+        is reached on ``host`` too (``SWITCHBOARD_ADMIN_HOST``), with ``SWITCHBOARD_ADMIN_TOKEN``
+        as its bearer token when the environment has one."""
+        self.state_dir, self.config, self.env, self.cwd, self.host = state_dir, config, env, cwd, host
+        self.admin_token = env.get("SWITCHBOARD_ADMIN_TOKEN")
         self.lines: list[str] = []
         self.port: int | None = None
         self.admin_port: int | None = None
@@ -118,7 +123,7 @@ class Daemon:
         self._lock = threading.Lock()
         client, admin = ports or (0, 0)
         self.process = subprocess.Popen(
-            [str(_daemon_binary()), "serve", "--host", "127.0.0.1", "--port", str(client), "--admin-port", str(admin),
+            [*(prefix or []), str(_daemon_binary()), "serve", "--host", host, "--port", str(client), "--admin-port", str(admin),
              "--state-dir", str(state_dir), "--config", str(config)],
             cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True, errors="replace", bufsize=1,
@@ -145,7 +150,7 @@ class Daemon:
     def _pump(self) -> None:
         import re
 
-        admin = re.compile(r"admin=http://127\.0\.0\.1:([0-9]+)")
+        admin = re.compile(r"admin=http://[0-9.]+:([0-9]+)")
         assert self.process.stdout is not None
         for line in self.process.stdout:
             with self._lock:
@@ -190,10 +195,12 @@ class Daemon:
     def admin(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """One admin API request (JSON body when given); returns the status and the parsed JSON
         body (``None`` for an empty one). A non-JSON body fails the test."""
-        connection = http.client.HTTPConnection("127.0.0.1", self.admin_port, timeout=WAIT_S)
+        connection = http.client.HTTPConnection(self.host, self.admin_port, timeout=WAIT_S)
         try:
             payload = None if body is None else json.dumps(body).encode()
             headers = {"Content-Type": "application/json"} if payload is not None else {}
+            if self.admin_token:
+                headers["Authorization"] = f"Bearer {self.admin_token}"
             connection.request(method, path, body=payload, headers=headers)
             response = connection.getresponse()
             raw = response.read()
@@ -259,14 +266,15 @@ class Daemons:
         self.started: list[Daemon] = []
 
     def start(self, webhooks: dict[str, Any], *, state_dir: Path | None = None, config: Path | None = None,
-              ports: tuple[int, int] | None = None, wait: bool = True, **env_overrides: Any) -> Daemon:
+              ports: tuple[int, int] | None = None, wait: bool = True, host: str = "127.0.0.1",
+              prefix: list[str] | None = None, **env_overrides: Any) -> Daemon:
         """A daemon on ``state_dir`` (default ``tmp_path/data``) with ``webhooks`` written to a
         config file (or the given ``config``) and ``env_overrides``."""
         state_dir = state_dir or self.tmp_path / "data"
         state_dir.mkdir(parents=True, exist_ok=True)
         if config is None:
             config = write_config(self.tmp_path / "switchboard.json", webhooks)
-        daemon = Daemon(state_dir, config, base_env(**env_overrides), self.tmp_path, ports=ports, wait=wait)
+        daemon = Daemon(state_dir, config, base_env(**env_overrides), self.tmp_path, ports=ports, wait=wait, host=host, prefix=prefix)
         self.started.append(daemon)
         return daemon
 
