@@ -180,6 +180,8 @@ extension CallHub {
 
     /// After the commit: send, hand placements to the directory, verify tokens, count.
     func finish(_ output: CallGatewayOutput) {
+        // Counted before anything is sent: a client that saw its answer finds it counted.
+        metrics.record(output.calls.metrics, authFailures: output.authFailures, limited: output.limitedRequests)
         if !output.commands.isEmpty, let transport {
             // Refused sockets (full outbox) are closed by the transport with 1008; their client
             // connections keep their events for a resume.
@@ -191,7 +193,6 @@ extension CallHub {
         }
         for check in output.tokenChecks { verify(check) }
         if let roomsChanged, touchesRooms(output) { roomsChanged() }
-        metrics.record(output.calls.metrics, authFailures: output.authFailures, limited: output.limitedRequests)
         metrics.update(from: gateway)
     }
 

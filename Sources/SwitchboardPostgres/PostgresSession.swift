@@ -113,7 +113,13 @@ final class PostgresSession: @unchecked Sendable {
         lock.withLock {
             if let connection {
                 let closing: EventLoopFuture<Void> = connection.close()
-                if MultiThreadedEventLoopGroup.currentEventLoop == nil { _ = try? closing.wait() }
+                if MultiThreadedEventLoopGroup.currentEventLoop == nil {
+                    _ = try? closing.wait()
+                } else {
+                    // Held until closed: postgres-nio asserts a connection is closed before it
+                    // goes (a TLS close takes a round trip, so it may outlive this call).
+                    closing.whenComplete { _ in withExtendedLifetime(connection) {} }
+                }
             }
             connection = nil
         }

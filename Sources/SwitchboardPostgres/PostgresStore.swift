@@ -50,7 +50,7 @@ public final class PostgresStore: @unchecked Sendable {
     public init(
         configuration: Configuration, statementTimeout: Duration = .seconds(10), logger: Logger = Logger(label: "switchboard.store.postgres")
     ) throws {
-        session = PostgresSession(configuration: configuration.connection, statementTimeout: statementTimeout, logger: logger)
+        session = PostgresSession(configuration: try configuration.connection(), statementTimeout: statementTimeout, logger: logger)
         do {
             migrationsApplied = try PostgresMigrations.migrate(session)
         } catch {
@@ -104,6 +104,13 @@ extension PostgresStore: AuditLog, StoreHealth {
                     let (id, at, actor, action, target, detail) = try row.decode((Int64, Date, String, String, String, String).self)
                     return AuditEntry(id: id, at: at, actor: actor, action: action, target: target, detail: detail)
                 }
+        }
+    }
+
+    /// Whether this store's connection to the server is encrypted (TLS), as the server sees it.
+    public func usesTLS() throws -> Bool {
+        try session.withConnection { connection in
+            try connection.query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").first?.decode(Bool.self) ?? false
         }
     }
 

@@ -28,6 +28,10 @@ extension SwitchboardDaemon {
                 // Name the key and where it points (never the password): the operator's next step.
                 throw SwitchboardError(error.code, "store.postgres_url (\(configuration.storeDescription)): \(error.message)")
             }
+            // Whether the connection is encrypted, as the server sees it (sslmode prefer
+            // falls back to plain text when the server offers no TLS).
+            let encrypted = (try? store.usesTLS()).map { $0 ? "yes" : "no" } ?? "unknown"
+            logger.notice("connected to PostgreSQL", metadata: ["store": "\(configuration.storeDescription)", "tls": "\(encrypted)"])
             if !store.migrationsApplied.isEmpty {
                 logger.notice("PostgreSQL database migrated", metadata: ["migrations": "\(store.migrationsApplied)"])
             }

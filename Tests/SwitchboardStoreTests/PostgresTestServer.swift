@@ -16,6 +16,10 @@ final class PostgresTestServer: @unchecked Sendable {
 
     let directory: URL
     let port: Int
+    /// The root the server's certificate chains to (it names `localhost` and `127.0.0.1`), and
+    /// another root it does not chain to.
+    let certificateAuthority: URL
+    let otherCertificateAuthority: URL
     let user = "switchboard"
     private let process: Process
     private let exited = DispatchGroup()
@@ -36,6 +40,11 @@ final class PostgresTestServer: @unchecked Sendable {
         let initdb = try Self.run(prefix + [bin.appendingPathComponent("initdb").path, "-D", data.path, "--auth=trust", "-U", user,
             "--encoding=UTF8", "--no-locale", "--no-sync"])
         guard initdb.status == 0 else { throw Failure("initdb failed (\(initdb.status)): \(initdb.output)") }
+        let tls = directory.appendingPathComponent("tls")
+        try Self.makeCertificates(in: tls)
+        certificateAuthority = tls.appendingPathComponent("ca.pem")
+        otherCertificateAuthority = tls.appendingPathComponent("other-ca.pem")
+        _ = try Self.unprivilegedPrefix(owning: [tls, tls.appendingPathComponent("server.pem"), tls.appendingPathComponent("server.key")])
         port = try Self.freePort()
         process = Process()
         process.executableURL = URL(fileURLWithPath: prefix.first ?? bin.appendingPathComponent("postgres").path)
@@ -43,6 +52,9 @@ final class PostgresTestServer: @unchecked Sendable {
             "-D", data.path, "-p", "\(port)", "-k", sockets.path, "-c", "listen_addresses=127.0.0.1",
             // Contract tests never crash the server: speed over durability here.
             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+            // TLS offered (sslmode tests); connections that do not ask for it stay plain.
+            "-c", "ssl=on", "-c", "ssl_cert_file=\(tls.appendingPathComponent("server.pem").path)",
+            "-c", "ssl_key_file=\(tls.appendingPathComponent("server.key").path)",
         ]
         let log = directory.appendingPathComponent("postgres.log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -142,6 +154,28 @@ final class PostgresTestServer: @unchecked Sendable {
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         done.wait()
         return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+
+    /// With Debian's `openssl`: a root (`ca.pem`) and the server's certificate it signed, for
+    /// `localhost` and `127.0.0.1` (`server.pem`, `server.key` mode 0600), and a second,
+    /// unrelated root (`other-ca.pem`). P-256 keys, valid two days.
+    private static func makeCertificates(in folder: URL) throws {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("san.cnf"), atomically: true, encoding: .utf8)
+        let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        let steps: [[String]] = [
+            ["req", "-x509"] + key + ["-keyout", path("ca.key"), "-out", path("ca.pem"), "-days", "2", "-subj", "/CN=switchboard-test-ca"],
+            ["req", "-x509"] + key + ["-keyout", path("other-ca.key"), "-out", path("other-ca.pem"), "-days", "2", "-subj", "/CN=someone-else"],
+            ["req"] + key + ["-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=localhost"],
+            ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"), "-CAcreateserial",
+             "-out", path("server.pem"), "-days", "2", "-extfile", path("san.cnf")],
+        ]
+        for step in steps {
+            let done = try run(["/usr/bin/openssl"] + step)
+            guard done.status == 0 else { throw Failure("openssl \(step.first ?? "") failed (\(done.status)): \(done.output)") }
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path("server.key"))
     }
 
     /// A port 127.0.0.1 had free a moment ago (bound to port 0, then released).
