@@ -281,7 +281,7 @@ let package = Package(
         // library's tests replay the same recordings: clients/js/test/fixtures).
         .testTarget(
             name: "SwitchboardKitTests",
-            dependencies: ["SwitchboardKit", "SwitchboardProtocol"],
+            dependencies: ["SwitchboardKit", "SwitchboardProtocol", .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -70,35 +70,39 @@ extension SwitchboardClient {
         }
         continuation.yield(.text(Wire.encode(.object(auth))))
         let pingInterval = config.pingInterval
-        var closeCode: Int?
-        do {
-            let close = try await WebSocketClient.connect(
-                url: url.absoluteString, configuration: .init(maxFrameSize: 16 << 20), logger: logger
-            ) { inbound, writer, _ in
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for await message in stream {
-                            switch message {
-                            case .text(let text): try await writer.write(.text(text))
-                            case .drop: try await writer.close(.goingAway, reason: "dropped")
-                            }
+        let deadline = config.requestTimeout
+        let ended = await SocketAttempt.run(url: url.absoluteString, deadline: deadline, logger: logger) { inbound, writer in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await message in stream {
+                        switch message {
+                        case .text(let text): try await writer.write(.text(text))
+                        case .drop: try await writer.close(.goingAway, reason: "dropped")
                         }
                     }
-                    group.addTask {
-                        while !Task.isCancelled {
-                            try await Task.sleep(for: pingInterval)
-                            await self.sendPing()
-                        }
-                    }
-                    for try await message in inbound.messages(maxSize: 16 << 20) {
-                        if case .text(let text) = message { await self.received(text) }
-                    }
-                    group.cancelAll()
                 }
+                group.addTask {
+                    while !Task.isCancelled {
+                        try await Task.sleep(for: pingInterval)
+                        await self.sendPing()
+                    }
+                }
+                group.addTask {
+                    // Upgraded, but no connection.ok in time: closed, and tried again.
+                    try await Task.sleep(for: deadline)
+                    if await !self.socketAuthenticated { try await writer.close(.goingAway, reason: "no answer") }
+                }
+                for try await message in inbound.messages(maxSize: 16 << 20) {
+                    if case .text(let text) = message { await self.received(text) }
+                }
+                group.cancelAll()
             }
-            closeCode = close.map { Int(UInt16(webSocketErrorCode: $0.closeCode)) }
-        } catch {
-            logger.debug("socket ended", metadata: ["error": "\(error)"])
+        }
+        var closeCode: Int?
+        switch ended {
+        case .success(let close): closeCode = close.map { Int(UInt16(webSocketErrorCode: $0.closeCode)) }
+        case .failure(let error): logger.debug("socket ended", metadata: ["error": "\(error)"])
+        case nil: logger.debug("socket abandoned: no answer to the upgrade", metadata: ["after": "\(deadline)"])
         }
         continuation.finish()
         outbound = nil

@@ -108,6 +108,17 @@ export class Connection extends Emitter {
     }
     this.ws = ws;
     this.authed = false;
+    // A socket with no connection.ok within the request timeout is given up and tried again
+    // after the backoff: a balancer or host that accepts and never answers (a failover under
+    // way, a network cut) must not hold the client connecting for good.
+    this.clock.clearTimeout(this.answerTimer);
+    this.answerTimer = this.clock.setTimeout(() => {
+      this.answerTimer = null;
+      if (ws !== this.ws || this.authed) return;
+      detach(ws);
+      try { ws.close(4000, 'no answer'); } catch { /* ignore */ }
+      this._onClose(ws, 4000, 'no answer');
+    }, this.requestTimeoutMs);
     ws.onopen = () => {
       const auth = { type: 'auth', id: 'auth', token };
       if (this.resumeToken) { auth.resume_token = this.resumeToken; auth.last_seq = this.lastSeq; }
@@ -146,6 +157,8 @@ export class Connection extends Emitter {
   }
 
   _onOk(data) {
+    this.clock.clearTimeout(this.answerTimer);
+    this.answerTimer = null;
     const previous = this.info;
     this.authed = true;
     this.authError = null;
@@ -253,6 +266,7 @@ export class Connection extends Emitter {
 
   _clearTimers() {
     this.clock.clearTimeout(this.retryTimer); this.retryTimer = null;
+    this.clock.clearTimeout(this.answerTimer); this.answerTimer = null;
     this.clock.clearTimeout(this.pingTimer); this.pingTimer = null;
   }
 

@@ -152,7 +152,7 @@ export interface SwitchboardClientOptions {
   fetch?: typeof fetch;
   iceServers?: RTCIceServer[];
   logger?: Logger;
-  requestTimeoutMs?: number;   // default 10000
+  requestTimeoutMs?: number;   // default 10000; also how long a socket may wait for connection.ok before it is tried again
   pingIntervalMs?: number;     // default 25000; 0 disables
   connectAttempts?: number;    // failed attempts before the first connect() rejects, default 5
   tokenAttempts?: number;      // tokenProvider attempts before token_provider_failed, default 4

@@ -228,3 +228,26 @@ test('tokens never reach the logger', async () => {
   assert.ok(!all.includes('a'.repeat(64)), 'resume token redacted');
   assert.ok(all.includes('<redacted>'));
 });
+
+test('a socket that gets no connection.ok within the request timeout is given up and tried again', async () => {
+  const { client, clock } = makeClient({ requestTimeoutMs: 3000 });
+  const connected = client.connect();
+  await flush();
+  const silent = FakeWebSocket.last;
+  silent.open(); // accepted, auth sent, never answered (a balancer with nothing behind it yet)
+  await clock.advance(2999);
+  assert.equal(silent.closed, null);
+  assert.equal(FakeWebSocket.instances.length, 1);
+  await clock.advance(1);
+  assert.deepEqual(silent.closed, { code: 4000, reason: 'no answer' });
+  assert.equal(client.connectionState, 'connecting');
+  await clock.advance(10000); // the backoff, then the next socket
+  const next = FakeWebSocket.last;
+  assert.notEqual(next, silent);
+  next.open();
+  next.serverSend(okFrame());
+  await connected;
+  assert.equal(client.connectionState, 'connected');
+  await clock.advance(60000); // the answered socket's timer is gone: nothing closes it
+  assert.equal(next.closed, null);
+});
