@@ -37,9 +37,15 @@ final class StoreLease: Sendable {
     /// stood by.
     struct Cancelled: Error {}
 
-    init(store: PostgresStore, node: String, lease: Duration = .seconds(10), factory: any MetricsFactory, logger: Logger) {
+    private let now: @Sendable () -> Date
+
+    init(
+        store: PostgresStore, node: String, lease: Duration = .seconds(10), now: @escaping @Sendable () -> Date = { Date() }, factory: any MetricsFactory,
+        logger: Logger
+    ) {
         self.store = store
         self.node = node
+        self.now = now
         self.lease = lease
         self.logger = logger
         takeovers = Counter(label: "switchboard_leader_takeovers_total", dimensions: [], factory: factory)
@@ -116,6 +122,14 @@ final class StoreLease: Sendable {
             state.leading = fence
             state.lastRenewed = .now
             timer.resume()
+        }
+        // Who led when, in the audit log every node shares: with the fence, the record that no
+        // two nodes acted at once.
+        do {
+            _ = try store.append(
+                AuditEntry(at: now(), actor: "node \(node)", action: "cluster.lead", target: node, detail: "generation \(leadership.generation)"))
+        } catch {
+            logger.warning("could not record the lead in the audit log", metadata: ["error": "\(error)"])
         }
         logger.notice(
             "leading the PostgreSQL database", metadata: ["node": "\(node)", "generation": "\(leadership.generation)", "lease": "\(lease)"])

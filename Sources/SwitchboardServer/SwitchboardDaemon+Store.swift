@@ -35,7 +35,7 @@ extension SwitchboardDaemon {
             if !store.migrationsApplied.isEmpty {
                 logger.notice("PostgreSQL database migrated", metadata: ["migrations": "\(store.migrationsApplied)"])
             }
-            let lease = StoreLease(store: store, node: nodeID, lease: configuration.postgresLease, factory: factory, logger: logger)
+            let lease = StoreLease(store: store, node: nodeID, lease: configuration.postgresLease, now: clocks.wall, factory: factory, logger: logger)
             lease.onDeposed { [weak self] in self?.wasDeposed() }
             storeLease = lease
             do {

@@ -76,6 +76,10 @@ def test_a_killed_leaders_ringing_call_is_taken_over_resumed_and_times_out_once(
     view = new.admin_ok("GET", "/v1/nodes")
     assert view["generation"] == 2 and roles(new)[leader.pid] == "dead", view
     assert "switchboard_leader_takeovers_total 1" in metrics_text(new), "one takeover counted"
+    leads = [e for e in new.admin_ok("GET", "/v1/audit")["entries"] if e["action"] == "cluster.lead"]
+    assert [e["detail"] for e in leads] == ["generation 2", "generation 1"], leads  # newest first
+    assert leads[0]["target"] == view["leader"] != leads[1]["target"], leads
+    assert [e["actor"] for e in leads] == [f"node {e['target']}" for e in leads], leads
 
     alice = cluster.client("alice", resume=resume)
     assert alice.hello["resumed"], alice.hello

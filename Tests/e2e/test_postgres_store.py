@@ -93,6 +93,11 @@ def readiness(daemon: Daemon) -> tuple[int, Any]:
     return daemon.admin("GET", "/readyz")
 
 
+def first_node(daemon: Daemon) -> str:
+    """The node id of ``daemon`` (``GET /v1/nodes``)."""
+    return next(n["id"] for n in daemon.admin_ok("GET", "/v1/nodes")["nodes"] if n["current"])
+
+
 def run_switchboard(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
     """One ``switchboard`` command run to its end (bounded: it must not hang)."""
     return subprocess.run([str(_daemon_binary()), *args], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
@@ -110,7 +115,8 @@ def test_calls_and_the_audit_log_survive_a_sigkill_in_postgresql(postgres, daemo
     before = first.admin_ok("GET", "/v1/calls/ringing/survivor")
     audit_id = first.admin_ok("PUT", "/v1/log-level", {"level": "debug"})["audit_id"]
     entries = first.admin_ok("GET", "/v1/audit")["entries"]
-    assert [(e["id"], e["action"], e["target"]) for e in entries] == [(audit_id, "log_level.set", "debug")], entries
+    assert [(e["id"], e["action"], e["target"], e["detail"]) for e in entries] == [
+        (audit_id, "log_level.set", "debug", ""), (audit_id - 1, "cluster.lead", first_node(first), "generation 1")], entries
 
     first.kill()
     assert first.process.returncode == -9
@@ -120,7 +126,8 @@ def test_calls_and_the_audit_log_survive_a_sigkill_in_postgresql(postgres, daemo
     assert second.admin_ok("GET", "/v1/calls")["calls"] == listed
     after = second.admin_ok("GET", "/v1/calls/ringing/survivor")
     assert (after["call"], after["members"], after["events"]) == (before["call"], before["members"], before["events"])
-    assert second.admin_ok("GET", "/v1/audit")["entries"] == entries
+    later = second.admin_ok("GET", "/v1/audit")["entries"]
+    assert later[1:] == entries and (later[0]["action"], later[0]["detail"]) == ("cluster.lead", "generation 2"), later
 
     alice = second.client("alice", resume=alice.hello["resume_token"])
     assert alice.hello["resumed"], alice.hello
