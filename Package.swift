@@ -210,6 +210,13 @@ let package = Package(
             path: "bench/placement",
             swiftSettings: strictSettings
         ),
+        // `scripts/bench bus`: messages between nodes over LISTEN/NOTIFY, against a round trip.
+        .executableTarget(
+            name: "switchboard-bus-bench",
+            dependencies: ["SwitchboardPostgres", "SwitchboardCore", .product(name: "PostgresNIO", package: "postgres-nio")],
+            path: "bench/bus",
+            swiftSettings: strictSettings
+        ),
         // Test support: manual clock, in-memory transport twin, WebSocket test client.
         .target(
             name: "SwitchboardTesting",

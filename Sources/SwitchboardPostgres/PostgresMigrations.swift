@@ -146,6 +146,16 @@ enum PostgresMigrations {
                 """,
             ]
         ),
+        // Messages between nodes too large for a NOTIFY payload, passed by reference (PostgresBus).
+        (
+            "v7_node_message",
+            [
+                """
+                CREATE TABLE node_message (
+                  id TEXT COLLATE "C" PRIMARY KEY, body TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                """,
+            ]
+        ),
     ]
 
     /// The names of every migration this build knows, in order.
