@@ -9,9 +9,7 @@
   ready line for both ports, and can be SIGKILLed by PID and started again on the same state
   directory and configuration. The ``daemons`` fixture stops every daemon a test started
   (SIGTERM, exit code 0 required).
-- :class:`CallClient` is one ``/v1/connect`` socket (websockets' sync client, a reader thread):
-  ``request`` / ``ok`` answer by correlation id, events are kept in order and awaited with
-  ``wait_event``.
+- :class:`CallClient` (from ``call_client``) is one ``/v1/connect`` socket.
 
 Nothing here sleeps to wait for something: every wait polls a condition with a deadline.
 """
@@ -19,8 +17,6 @@ Nothing here sleeps to wait for something: every wait polls a condition with a d
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import http.client
 import json
 import os
@@ -32,13 +28,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from websockets.exceptions import ConnectionClosed
-from websockets.sync.client import connect
 
+from call_client import WAIT_S, CallClient, user_token  # noqa: F401 - re-exported for the tests
 from conftest import CALLS_API_SECRET, READY_PATTERN, _daemon_binary, daemon_env
 from webhook_receiver import WebhookReceiver
 
-WAIT_S = 15.0
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 20.0
 
@@ -46,19 +40,6 @@ STOP_TIMEOUT_S = 20.0
 def new_secret() -> str:
     """A fresh endpoint secret: ``whsec_`` and the base64 of 32 random bytes."""
     return "whsec_" + base64.b64encode(os.urandom(32)).decode()
-
-
-def user_token(user: str, ttl_s: int = 3600) -> str:
-    """An HS256 user token signed with the daemon's API secret (what ``switchboard token`` mints)."""
-
-    def b64(data: bytes) -> str:
-        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-    now = int(time.time())
-    header = b64(json.dumps({"alg": "HS256", "kid": "switchboard", "typ": "JWT"}).encode())
-    claims = b64(json.dumps({"sub": user, "user_id": user, "iat": now, "exp": now + ttl_s}).encode())
-    signature = hmac.new(CALLS_API_SECRET.encode(), f"{header}.{claims}".encode(), hashlib.sha256).digest()
-    return f"{header}.{claims}.{b64(signature)}"
 
 
 def wait_until(condition: Callable[[], Any], timeout: float = WAIT_S, what: str = "", interval: float = 0.05) -> Any:
@@ -302,98 +283,6 @@ def daemons(tmp_path: Path) -> Iterator[Daemons]:
         yield started
     finally:
         started.stop_all()
-
-
-# ---------------------------------------------------------------------------------------------
-# A call-protocol client
-
-
-class CallClient:
-    """One authenticated ``/v1/connect`` socket of ``user`` (resuming the connection of
-    ``resume``, a ``resume_token``, when given)."""
-
-    def __init__(self, port: int, user: str, resume: str | None = None) -> None:
-        self.user = user
-        self.ws = connect(f"ws://127.0.0.1:{port}/v1/connect", open_timeout=WAIT_S, proxy=None, max_size=None, legacy=True)
-        self._cond = threading.Condition()
-        self._answers: dict[Any, dict[str, Any]] = {}
-        self.events: list[dict[str, Any]] = []
-        self.unexpected: list[dict[str, Any]] = []
-        self.closed = False
-        self._next = 0
-        auth = {"type": "auth", "id": "auth", "token": user_token(user)}
-        if resume is not None:
-            auth["resume_token"] = resume
-        self.ws.send(json.dumps(auth))
-        ok = json.loads(self.ws.recv(WAIT_S))
-        assert ok.get("type") == "connection.ok", f"{user}: {ok}"
-        self.hello = ok["data"]
-        self._reader = threading.Thread(target=self._read, name=f"client-{user}", daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        try:
-            for text in self.ws:
-                frame = json.loads(text)
-                with self._cond:
-                    if "seq" in frame and frame.get("type") not in ("response", "error", "pong"):
-                        self.events.append(frame)
-                    elif frame.get("id") is not None:
-                        self._answers[frame["id"]] = frame
-                    else:
-                        self.unexpected.append(frame)
-                    self._cond.notify_all()
-        except ConnectionClosed:
-            pass
-        finally:
-            with self._cond:
-                self.closed = True
-                self._cond.notify_all()
-
-    def request(self, kind: str, data: dict[str, Any] | None = None, timeout: float = WAIT_S) -> dict[str, Any]:
-        """Sends a request and returns its answer frame (``response`` or ``error``)."""
-        with self._cond:
-            self._next += 1
-            rid = f"{self.user}-{self._next}"
-        frame: dict[str, Any] = {"id": rid, "type": kind}
-        if data is not None:
-            frame["data"] = data
-        self.ws.send(json.dumps(frame))
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while rid not in self._answers:
-                left = deadline - time.monotonic()
-                assert left > 0 and not self.closed, f"{self.user}: no answer to {kind} {data} (closed={self.closed})"
-                self._cond.wait(left)
-            return self._answers.pop(rid)
-
-    def ok(self, kind: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
-        """A request that must succeed; its ``data``."""
-        answer = self.request(kind, data)
-        assert answer.get("type") == "response", f"{self.user}: {kind} {data} -> {answer}"
-        return answer["data"]
-
-    def error(self, kind: str, data: dict[str, Any] | None = None) -> str:
-        """A request that must fail; its error code."""
-        answer = self.request(kind, data)
-        assert answer.get("type") == "error", f"{self.user}: {kind} {data} should have failed -> {answer}"
-        return answer["error"]["code"]
-
-    def wait_event(self, kind: str, cid: str | None = None, timeout: float = WAIT_S) -> dict[str, Any]:
-        """The first event of type ``kind`` (about ``cid`` when given), waiting for it."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for event in self.events:
-                    if event["type"] == kind and (cid is None or event.get("call_cid") == cid):
-                        return event
-                left = deadline - time.monotonic()
-                assert left > 0, f"{self.user}: no {kind} event for {cid}; events: {self.events}"
-                self._cond.wait(left)
-
-    def close(self) -> None:
-        self.ws.close()
-        self._reader.join(WAIT_S)
 
 
 @pytest.fixture
