@@ -93,20 +93,20 @@ public final class PostgresBus: Sendable {
         do {
             let connection = try await senderConnection()
             if json.utf8.count <= Self.inlineLimit {
-                try await connection.query("SELECT pg_notify(\(channel), \(json))", logger: logger)
+                // Rows read to the end, so that a statement's error is this call's.
+                for try await _ in try await connection.query("SELECT pg_notify(\(channel), \(json))", logger: logger) {}
             } else {
-                let reference = "{\"ref\":\(Self.quoted(message.id + "@" + self.node))}"
                 let id = message.id + "@" + self.node
-                try await connection.query("BEGIN", logger: logger)
-                do {
-                    try await connection.query(
-                        "INSERT INTO node_message (id, body) VALUES (\(id), \(json)) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body", logger: logger)
-                    try await connection.query("SELECT pg_notify(\(channel), \(reference))", logger: logger)
-                    try await connection.query("COMMIT", logger: logger)
-                } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: logger)
-                    throw error
-                }
+                let reference = "{\"ref\":\(Self.quoted(id))}"
+                // One statement, so one round trip and one transaction: the notification is
+                // delivered on its commit, when the row is there to read.
+                for try await _ in try await connection.query(
+                    """
+                    WITH stored AS (
+                      INSERT INTO node_message (id, body) VALUES (\(id), \(json))
+                      ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body RETURNING id)
+                    SELECT pg_notify(\(channel), \(reference)) FROM stored
+                    """, logger: logger) {}
             }
         } catch {
             sender.withLock { $0 = nil }
