@@ -109,7 +109,10 @@ public final class PostgresBus: Sendable {
                     """, logger: logger) {}
             }
         } catch {
-            sender.withLock { $0 = nil }
+            // Replaced at the next send; closed first (postgres-nio asserts a connection is
+            // closed before it goes).
+            let dropped = sender.withLock { $0.take() }
+            try? await dropped?.close()
             throw PostgresSession.storeError(error)
         }
     }

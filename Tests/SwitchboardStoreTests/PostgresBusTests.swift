@@ -105,6 +105,21 @@ final class PostgresBusTests: XCTestCase {
         await a.close()
     }
 
+    /// A send the server refuses throws: here a message by reference to a database without the
+    /// bus's table (not migrated).
+    func test_aRefusedSendThrows() async throws {
+        let database = try PostgresTestServer.running().database()
+        let a = try PostgresBus(configuration: database, node: "a")
+        do {
+            try await a.send(message("big", body: String(repeating: "x", count: 10_000)), to: "b")
+            XCTFail("sent into a table that does not exist")
+        } catch {
+            XCTAssertTrue("\(error)".contains("node_message") || "\(error)".contains("42P01"), "\(error)")
+        }
+        try await a.send(message("small"), to: "b")  // inline needs no table
+        await a.close()
+    }
+
     /// A payload that is not a message (another program's NOTIFY on the channel) is skipped.
     func test_aNotificationThatIsNoMessageIsSkipped() async throws {
         let database = try migratedDatabase()
