@@ -12,6 +12,7 @@ COPY Tests ./Tests
 COPY Fuzz ./Fuzz
 COPY bench/placement ./bench/placement
 COPY bench/client ./bench/client
+COPY bench/bus ./bench/bus
 COPY Examples ./Examples
 COPY config ./config
 COPY scripts ./scripts
