@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import hashlib
-import hmac
 import http.client
 import json
 import os
@@ -35,6 +33,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from conftest import CALLS_API_SECRET, SERVE_ARGS, STOP_TIMEOUT_S, Switchboard, _daemon_binary, _launch, daemon_env
+from call_client import user_token
 
 #: How much the daemon's RSS may grow over its baseline (measured after the bystanders are up).
 RSS_HEADROOM = 64 * 1024 * 1024
@@ -51,20 +50,6 @@ ADMIN_PATTERN = re.compile(r"admin=http://127\.0\.0\.1:([0-9]+)")
 
 # ---------------------------------------------------------------------------------------------
 # Tokens
-
-
-def user_token(user: str, ttl_s: int = 3600) -> str:
-    """An HS256 user token signed with the daemons' API secret (what ``switchboard token`` mints;
-    made here so that many can be made without starting a process each)."""
-
-    def b64(data: bytes) -> str:
-        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-    now = int(time.time())
-    header = b64(json.dumps({"alg": "HS256", "kid": "switchboard", "typ": "JWT"}).encode())
-    claims = b64(json.dumps({"sub": user, "user_id": user, "iat": now, "exp": now + ttl_s}).encode())
-    signature = hmac.new(CALLS_API_SECRET.encode(), f"{header}.{claims}".encode(), hashlib.sha256).digest()
-    return f"{header}.{claims}.{b64(signature)}"
 
 
 # ---------------------------------------------------------------------------------------------
