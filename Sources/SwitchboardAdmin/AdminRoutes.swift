@@ -31,7 +31,10 @@ public enum AdminRoutes {
     struct LogLevelBody: Codable { var level: String }
 
     static func readiness(_ context: any AdminContext) -> HTTPResponse {
-        let readiness = context.readiness()
+        readinessResponse(context.readiness())
+    }
+
+    static func readinessResponse(_ readiness: Readiness) -> HTTPResponse {
         struct Body: Encodable {
             let ready: Bool
             let checks: Readiness
@@ -40,7 +43,43 @@ public enum AdminRoutes {
     }
 
     static func metrics(_ context: any AdminContext) -> HTTPResponse {
-        HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(context.metricsText().utf8))
+        metricsResponse(context.metricsText())
+    }
+
+    static func metricsResponse(_ text: String) -> HTTPResponse {
+        HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(text.utf8))
+    }
+
+    /// The routes a daemon that relays its clients to the leading daemon answers itself, about
+    /// itself (ADR 0012): `/healthz`, `/readyz`, `/metrics` and `POST /v1/drain` (this daemon
+    /// takes no new sockets; audited in the shared log), behind the same token. Its other admin
+    /// requests are relayed to the leader's full API.
+    public static func relayRouter(
+        configuration: AdminConfiguration, readiness: @escaping @Sendable () -> Readiness, metrics: @escaping @Sendable () -> String,
+        drain: @escaping @Sendable () -> Void, auditLog: any AuditLog, now: @escaping @Sendable () -> Date
+    ) -> AdminRouter {
+        var router = AdminRouter(
+            token: configuration.auth == .none ? nil : (configuration.token ?? ""),
+            policy: AdminRequestPolicy(allowedHosts: configuration.allowedHosts))
+        router.add("GET", "/healthz", public: true) { _ in AdminJSON.response(200, ["status": "ok"]) }
+        router.add("GET", "/readyz") { _ in readinessResponse(readiness()) }
+        router.add("GET", "/metrics") { _ in metricsResponse(metrics()) }
+        router.add("POST", "/v1/drain") { request throws(SwitchboardError) in
+            drain()
+            let entry: AuditEntry
+            do {
+                entry = try auditLog.append(AuditEntry(at: now(), actor: request.actor, action: "drain", target: "", detail: "a relaying node"))
+            } catch {
+                throw SwitchboardError(.unavailable, "the audit log cannot be written: \(error)")
+            }
+            return AdminJSON.response(202, DrainBody(draining: true, auditId: entry.id))
+        }
+        return router
+    }
+
+    struct DrainBody: Encodable {
+        let draining: Bool
+        let auditId: Int64?
     }
 
     static func peers(_ request: AdminRequest, _ context: any AdminContext) throws(SwitchboardError) -> HTTPResponse {
@@ -95,11 +134,7 @@ public enum AdminRoutes {
     static func drain(_ request: AdminRequest, _ context: any AdminContext) throws(SwitchboardError) -> HTTPResponse {
         context.beginDrain()
         let entry = try record(context, request, action: "drain")
-        struct Body: Encodable {
-            let draining: Bool
-            let auditId: Int64?
-        }
-        return AdminJSON.response(202, Body(draining: true, auditId: entry.id))
+        return AdminJSON.response(202, DrainBody(draining: true, auditId: entry.id))
     }
 
     static func audit(_ request: AdminRequest, _ context: any AdminContext) throws(SwitchboardError) -> HTTPResponse {

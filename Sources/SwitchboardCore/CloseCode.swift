@@ -15,6 +15,9 @@ public struct CloseCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let messageTooBig = CloseCode(rawValue: 1009)
     /// 1011: the server hit an unexpected condition.
     public static let internalError = CloseCode(rawValue: 1011)
+    /// 1012: the service restarts: the node relaying this socket lost or changed its leading
+    /// node (a cluster, ADR 0012); reconnect (through the balancer) and resume.
+    public static let serviceRestart = CloseCode(rawValue: 1012)
     /// 1013: try again later (a capacity limit was reached).
     public static let tryAgainLater = CloseCode(rawValue: 1013)
     /// 4001: the call-protocol socket could not authenticate, or its token expired.

@@ -68,7 +68,12 @@ final class StoreLease: Sendable {
     /// Registers this node and returns once it leads, standing by as long as another node's
     /// lease runs. Throws ``Cancelled`` when ``cancel()`` is called (or `cancelled` says so)
     /// first; an unreachable database is tried again at the next turn.
-    func start(description: String, cancelled: @escaping @Sendable () -> Bool = { false }) throws {
+    ///
+    /// Each turn on a standby tells `follow` the node that leads (`nil` when none's lease runs,
+    /// or the database is unreachable): a relaying standby sends its clients there.
+    func start(
+        description: String, cancelled: @escaping @Sendable () -> Bool = { false }, follow: @Sendable (Leadership?) -> Void = { _ in }
+    ) throws {
         state.withLock { $0.description = description }
         let every = lease / 3
         var standingBy = false
@@ -84,7 +89,10 @@ final class StoreLease: Sendable {
                     lead(leadership)
                     return
                 }
-                if !standingBy, let leader = try store.leadership() {
+                let cluster = try store.cluster()
+                let live = cluster.leader.flatMap { $0.leaseUntil > cluster.now ? $0 : nil }
+                follow(live)
+                if !standingBy, let leader = cluster.leader {
                     standingBy = true
                     logger.notice(
                         "standing by: another node leads this PostgreSQL database; taking over when its lease lapses",
@@ -92,6 +100,7 @@ final class StoreLease: Sendable {
                 }
                 unreachable = false
             } catch {
+                follow(nil)
                 if !unreachable {
                     logger.error("PostgreSQL database unreachable while standing by; trying again", metadata: ["error": "\(error)"])
                     unreachable = true

@@ -78,6 +78,7 @@ extension SwitchboardConfiguration {
             foldInterval: try values.milliseconds("store.fold_interval_ms"))
         postgres = try Self.postgres(values)
         postgresLease = try values.milliseconds("store.postgres_lease_ms")
+        postgresRelays = try values.string("store.postgres_standby") == "relay"
         auth = try Self.auth(values)
         relay = try Self.relay(values)
         if try values.string("peerjs.auth") == "jwt" {

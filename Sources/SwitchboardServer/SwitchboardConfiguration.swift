@@ -20,6 +20,9 @@ public struct SwitchboardConfiguration: Sendable {
     public var postgres: PostgresStore.Configuration?
     /// How long the daemon's hold on its PostgreSQL database lasts unrenewed.
     public var postgresLease: Duration
+    /// Whether a daemon that does not lead relays its clients to the leader (`store.postgres_standby`
+    /// relay) or binds nothing until it leads (idle).
+    public var postgresRelays: Bool
     /// SFU placement.
     public var placement: PlacementConfiguration
     /// Signed user tokens.

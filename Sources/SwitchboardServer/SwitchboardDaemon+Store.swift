@@ -39,7 +39,16 @@ extension SwitchboardDaemon {
             lease.onDeposed { [weak self] in self?.wasDeposed() }
             storeLease = lease
             do {
-                try lease.start(description: nodeDescription, cancelled: { [weak self] in self?.standbyCancelled ?? true })
+                let tunnel = try startRelaying(store, factory: factory)
+                do {
+                    try lease.start(
+                        description: nodeDescription, cancelled: { [weak self] in self?.standbyCancelled ?? true },
+                        follow: { leader in tunnel?.follow(leader.map { TunnelFront.Leader(node: $0.node, generation: $0.generation) }) })
+                } catch {
+                    stopRelaying()
+                    throw error
+                }
+                tunnel?.becameLeader()
             } catch {
                 storeLease = nil
                 store.close()

@@ -22,10 +22,10 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     public let configuration: SwitchboardConfiguration
     /// The application hub (exposed for tests and the admin API).
     public let hub: SignalingHub
-    private let transport: LWSServer
+    let transport: LWSServer
     let logger: Logger
     private let logLevel: LogLevelControl
-    private let registry = PrometheusCollectorRegistry()
+    let registry = PrometheusCollectorRegistry()
     private let lock = NSLock()
     private var started = false
     private var stopped = false
@@ -38,6 +38,13 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         set { lock.withLock { lease = newValue } }
     }
     private var lease: StoreLease?
+    /// With PostgreSQL and `store.postgres_standby` relay: the relay between this daemon's
+    /// transport and the leading daemon's hubs (``ClusterTunnel``).
+    var clusterTunnel: ClusterTunnel? {
+        get { lock.withLock { tunnel } }
+        set { lock.withLock { tunnel = newValue } }
+    }
+    private var tunnel: ClusterTunnel?
     /// This daemon's id among the daemons of its database (`GET /v1/nodes`), new at each start.
     public let nodeID = UUID().uuidString.lowercased()
     let startedAt = Date()
@@ -176,7 +183,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let clientRoutes = DaemonClientRoutes(
             configuration: configuration.http, mint: DevTokenRoute(mint: { [context] request throws(SwitchboardError) in try context.mintToken(request) }),
             logger: logger)
-        hub.start(transport: transport, admin: context, client: clientRoutes, tokens: tokens)
+        hub.start(transport: clusterTunnel ?? transport, admin: context, client: clientRoutes, tokens: tokens)
         if configuration.placement.pollCapped {
             logger.notice(
                 "SFU polls capped at a quarter of placement.stale_after_ms",
@@ -225,7 +232,12 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 self.calls = calls
                 self.webhooks = webhooks?.dispatcher
                 self.webhookClient = webhooks?.client
-                try transport.start(sink: hub)
+                if let tunnel, let generation = lease?.leading?.generation {
+                    // The transport runs since the daemon relayed as a standby: the hubs take over.
+                    tunnel.lead(hub: hub, generation: generation)
+                } else {
+                    try transport.start(sink: hub)
+                }
             }
         } catch {
             calls?.stop()
@@ -262,7 +274,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
 
     /// The admin settings with the token resolved: with token auth and none configured, the one
     /// generated into the state directory (its path is logged, never its value).
-    private func adminConfiguration(_ store: any DaemonStore) throws -> AdminConfiguration {
+    func adminConfiguration(_ store: any DaemonStore) throws -> AdminConfiguration {
         var admin = configuration.admin
         guard admin.auth == .token, admin.token == nil else { return admin }
         let file = try stateSecret(store, name: "admin.token", what: "admin token", keepCopy: true) {
@@ -294,6 +306,8 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         guard first else { return }
         logger.notice("draining", metadata: ["sockets": "\(transport.webSocketCount)"])
         hub.beginDraining()
+        // Sockets other daemons relay to this one: their clients go to the next leader now.
+        clusterTunnel?.closeRelayed(.goingAway, reason: "server is shutting down")
         let clean = transport.drain(code: .goingAway, timeout: configuration.drainTimeout)
         if !clean { logger.warning("drain timeout passed with sockets still open; closing them") }
         let stuck = transport.stop(timeout: max(.seconds(1), min(configuration.drainTimeout, .seconds(5))))
@@ -303,6 +317,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         }
         calls?.stop()
         hub.stop()
+        stopTunnel()
         calls?.onRoomsChanged(nil)
         lock.withLock { poller }?.stop()
         lock.withLock { rooms }?.stop()
@@ -327,7 +342,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             tokenVerifier: tokens, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) }, newID: clocks.newID,
             metricsFactory: factory, logger: logger)
         if let dispatcher = webhooks?.dispatcher { calls.onWebhooksCommitted(dispatcher.committed) }
-        try calls.start(transport: transport)
+        try calls.start(transport: clusterTunnel ?? transport)
         hub.attach(calls: calls, path: path)
         return calls
     }

@@ -1,0 +1,128 @@
+/// The leading node's side of the tunnel (ADR 0012): sockets and requests that relaying nodes
+/// took appear to the leader's hubs as connections of their own, with ids of a thread index no
+/// service thread has (``thread``), so the hubs run them exactly as local ones; commands for
+/// them go back to the node holding them. Pure: the daemon feeds it the relaying nodes' batches
+/// and the hubs' commands.
+public struct TunnelLeader: Sendable {
+    /// The thread index of relayed connections' ids (service threads count from 0 and are few).
+    public static let thread = 255
+
+    /// A connection of a relaying node: the node and its own id for it.
+    public struct Remote: Sendable, Hashable {
+        public var node: String
+        public var connection: ConnectionID
+        public init(node: String, connection: ConnectionID) {
+            self.node = node
+            self.connection = connection
+        }
+    }
+
+    private var byRemote: [Remote: ConnectionID] = [:]
+    private var byLocal: [ConnectionID: Remote] = [:]
+    /// The relayed ids of each node.
+    private var ofNode: [String: Set<ConnectionID>] = [:]
+    private var serial: UInt64 = 0
+
+    public init() {}
+
+    /// Whether `id` is a relayed connection's.
+    @inline(__always)
+    public static func isRelayed(_ id: ConnectionID) -> Bool { id.thread == thread }
+
+    /// How many relayed connections (sockets and requests awaiting their answer) there are.
+    public var count: Int { byLocal.count }
+
+    /// The nodes holding relayed connections.
+    public var nodes: [String] { ofNode.keys.sorted() }
+
+    /// The relayed connections of `node`.
+    public func connections(of node: String) -> Set<ConnectionID> { ofNode[node] ?? [] }
+
+    /// `node`'s events, with its ids replaced by relayed ones. An `opened` or a `request` gets a
+    /// new id; a message or a close of an unknown connection is dropped; after a `closed` the id
+    /// is forgotten.
+    public mutating func inbound(from node: String, _ events: [TransportEvent]) -> [TransportEvent] {
+        var mapped: [TransportEvent] = []
+        mapped.reserveCapacity(events.count)
+        for event in events {
+            switch event {
+            case .opened(let id, let upgrade):
+                mapped.append(.opened(open(Remote(node: node, connection: id), into: &mapped), upgrade))
+            case .request(let id, let request):
+                mapped.append(.request(open(Remote(node: node, connection: id), into: &mapped), request))
+            case .message(let id, let bytes, let isBinary):
+                if let local = byRemote[Remote(node: node, connection: id)] { mapped.append(.message(local, bytes, isBinary: isBinary)) }
+            case .closed(let id):
+                if let local = byRemote[Remote(node: node, connection: id)] {
+                    forget(local)
+                    mapped.append(.closed(local))
+                }
+            }
+        }
+        return mapped
+    }
+
+    /// Splits the hubs' commands into this node's own and, per relaying node, theirs (with their
+    /// ids back). A response ends its relayed request; commands for forgotten ids are dropped.
+    public mutating func outbound(_ commands: [OutboundCommand]) -> (local: [OutboundCommand], remote: [String: [OutboundCommand]]) {
+        var local: [OutboundCommand] = []
+        var remote: [String: [OutboundCommand]] = [:]
+        for command in commands {
+            let id = command.connection
+            guard Self.isRelayed(id) else {
+                local.append(command)
+                continue
+            }
+            guard let target = byLocal[id] else { continue }
+            remote[target.node, default: []].append(command.readdressed(to: target.connection))
+            if case .respond = command { forget(id) }
+        }
+        return (local, remote)
+    }
+
+    /// `node` is gone (dead, stopped, or its messages may have been lost): a `closed` for each of
+    /// its connections, for the hubs (a request's is ignored there), all forgotten.
+    public mutating func drop(node: String) -> [TransportEvent] {
+        guard let ids = ofNode[node] else { return [] }
+        for id in ids { forget(id) }
+        return ids.sorted().map { .closed($0) }
+    }
+
+    /// Every relaying node's connections, as ``drop(node:)`` does for one.
+    public mutating func dropAll() -> [TransportEvent] {
+        nodes.flatMap { drop(node: $0) }
+    }
+
+    /// A new id for `remote`; one it still had (a node that reused an id) is closed first.
+    private mutating func open(_ remote: Remote, into mapped: inout [TransportEvent]) -> ConnectionID {
+        if let stale = byRemote[remote] {
+            forget(stale)
+            mapped.append(.closed(stale))
+        }
+        serial += 1
+        let id = ConnectionID(thread: Self.thread, serial: serial)
+        byRemote[remote] = id
+        byLocal[id] = remote
+        ofNode[remote.node, default: []].insert(id)
+        return id
+    }
+
+    private mutating func forget(_ id: ConnectionID) {
+        guard let remote = byLocal.removeValue(forKey: id) else { return }
+        byRemote[remote] = nil
+        ofNode[remote.node]?.remove(id)
+        if ofNode[remote.node]?.isEmpty == true { ofNode[remote.node] = nil }
+    }
+}
+
+extension OutboundCommand {
+    /// The same command for connection `id`.
+    func readdressed(to id: ConnectionID) -> OutboundCommand {
+        switch self {
+        case .send(_, let bytes): .send(id, bytes)
+        case .sendBinary(_, let bytes): .sendBinary(id, bytes)
+        case .close(_, let code, let reason): .close(id, code, reason: reason)
+        case .respond(_, let response): .respond(id, response)
+        }
+    }
+}
