@@ -15,8 +15,14 @@ public struct ClusterNode: Sendable, Equatable, Encodable {
     public var startedAt: Date
     public var lastSeen: Date
     public var leaseUntil: Date
+    /// The client WebSockets open on the node (its own listener's, relayed ones included), as of
+    /// its last renewal.
+    public var sockets: Int
 
-    public init(id: String, role: Role, current: Bool, description: String, startedAt: Date, lastSeen: Date, leaseUntil: Date) {
+    public init(
+        id: String, role: Role, current: Bool, description: String, startedAt: Date, lastSeen: Date, leaseUntil: Date, sockets: Int = 0
+    ) {
+        self.sockets = sockets
         self.id = id
         self.role = role
         self.current = current
@@ -37,6 +43,8 @@ public struct ClusterView: Sendable, Equatable, Encodable {
     public var leader: String?
     public var generation: Int64?
     public var nodes: [ClusterNode]
+    /// The client WebSockets open on the live nodes, together.
+    public var sockets: Int { nodes.filter { $0.role != .dead }.reduce(0) { $0 + $1.sockets } }
 
     public init(store: String, leader: String?, generation: Int64?, nodes: [ClusterNode]) {
         self.store = store
@@ -57,13 +65,13 @@ public struct ClusterView: Sendable, Equatable, Encodable {
                 let role: ClusterNode.Role = row.leaseUntil <= now ? .dead : row.id == leading ? .leader : .standby
                 return ClusterNode(
                     id: row.id, role: role, current: row.id == current, description: row.description, startedAt: row.startedAt, lastSeen: row.lastSeen,
-                    leaseUntil: row.leaseUntil)
+                    leaseUntil: row.leaseUntil, sockets: row.sockets)
             }.sorted { ($0.role.order, $0.id) < ($1.role.order, $1.id) })
     }
 }
 
 extension ClusterView {
-    private enum CodingKeys: String, CodingKey { case store, leader, generation, nodes }
+    private enum CodingKeys: String, CodingKey { case store, leader, generation, nodes, sockets }
 
     /// `leader` and `generation` are written as `null` when absent, as the document says.
     public func encode(to encoder: any Encoder) throws {
@@ -72,6 +80,7 @@ extension ClusterView {
         try container.encode(leader, forKey: .leader)
         try container.encode(generation, forKey: .generation)
         try container.encode(nodes, forKey: .nodes)
+        try container.encode(sockets, forKey: .sockets)
     }
 }
 

@@ -9,8 +9,11 @@ public struct NodeRecord: Sendable, Equatable {
     public var startedAt: Date
     public var lastSeen: Date
     public var leaseUntil: Date
+    /// The client WebSockets open on the node, as of its last renewal.
+    public var sockets: Int
 
-    public init(id: String, description: String, startedAt: Date, lastSeen: Date, leaseUntil: Date) {
+    public init(id: String, description: String, startedAt: Date, lastSeen: Date, leaseUntil: Date, sockets: Int = 0) {
+        self.sockets = sockets
         self.id = id
         self.description = description
         self.startedAt = startedAt

@@ -156,6 +156,8 @@ enum PostgresMigrations {
                 """,
             ]
         ),
+        // Each node's open client sockets, written at each renewal (`GET /v1/nodes`).
+        ("v8_node_sockets", ["ALTER TABLE node ADD COLUMN sockets INTEGER NOT NULL DEFAULT 0"]),
     ]
 
     /// The names of every migration this build knows, in order.

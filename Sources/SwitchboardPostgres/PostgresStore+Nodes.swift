@@ -18,34 +18,41 @@ extension PostgresStore {
         }
     }
 
-    /// Registers node `id` (or renews its row) for `lease`; rows of nodes dead for a day go.
-    public func registerNode(id: String, description: String, lease: Duration) throws {
+    /// The columns ``node(_:)`` reads, in its order.
+    static let nodeColumns = "id, description, started_at, last_seen, lease_until, sockets"
+
+    /// Registers node `id` (or renews its row) for `lease`, with its open client `sockets`; rows
+    /// of nodes dead for a day go.
+    public func registerNode(id: String, description: String, lease: Duration, sockets: Int = 0) throws {
         var binds = PostgresBindings()
         binds.append(id)
         binds.append(description)
         binds.append(Self.milliseconds(lease))
+        binds.append(Int32(clamping: sockets))
         try session.transaction { connection in
             try connection.execute("DELETE FROM node WHERE lease_until < now() - interval '1 day'")
             try connection.execute(
                 """
-                INSERT INTO node (id, description, started_at, last_seen, lease_until)
-                VALUES ($1, $2, now(), now(), now() + $3 * interval '1 millisecond')
+                INSERT INTO node (id, description, started_at, last_seen, lease_until, sockets)
+                VALUES ($1, $2, now(), now(), now() + $3 * interval '1 millisecond', $4)
                 ON CONFLICT (id) DO UPDATE SET description = EXCLUDED.description, last_seen = EXCLUDED.last_seen,
-                  lease_until = EXCLUDED.lease_until
+                  lease_until = EXCLUDED.lease_until, sockets = EXCLUDED.sockets
                 """, binds)
         }
     }
 
     /// Renews node `id`'s row (registering it again if an operator removed it).
-    public func renewNode(id: String, description: String, lease: Duration) throws {
+    public func renewNode(id: String, description: String, lease: Duration, sockets: Int = 0) throws {
         var binds = PostgresBindings()
         binds.append(id)
         binds.append(Self.milliseconds(lease))
+        binds.append(Int32(clamping: sockets))
         let renewed = try session.withConnection { connection in
             try connection.query(
-                "UPDATE node SET last_seen = now(), lease_until = now() + $2 * interval '1 millisecond' WHERE id = $1 RETURNING id", binds)
+                "UPDATE node SET last_seen = now(), lease_until = now() + $2 * interval '1 millisecond', sockets = $3 WHERE id = $1 RETURNING id",
+                binds)
         }
-        if renewed.isEmpty { try registerNode(id: id, description: description, lease: lease) }
+        if renewed.isEmpty { try registerNode(id: id, description: description, lease: lease, sockets: sockets) }
     }
 
     /// Removes node `id`'s row at a clean stop.
@@ -57,7 +64,7 @@ extension PostgresStore {
 
     /// Every node row, live or lapsed, by id.
     public func nodes() throws -> [NodeRecord] {
-        try session.withConnection { connection in try connection.query("SELECT * FROM node ORDER BY id").compactMap(Self.node) }
+        try session.withConnection { connection in try connection.query("SELECT \(Self.nodeColumns) FROM node ORDER BY id").compactMap(Self.node) }
     }
 
     /// Takes the lead for `node` when nobody leads or the leader's lease lapsed: the new
@@ -107,7 +114,7 @@ extension PostgresStore {
     /// Every node, who leads, and the server's clock they run on, read at one instant.
     public func cluster() throws -> (nodes: [NodeRecord], leader: Leadership?, now: Date) {
         try session.transaction { connection in
-            let nodes = try connection.query("SELECT * FROM node ORDER BY id").compactMap(Self.node)
+            let nodes = try connection.query("SELECT \(Self.nodeColumns) FROM node ORDER BY id").compactMap(Self.node)
             let leader = try connection.query("SELECT node, generation, lease_until FROM leader WHERE id = 1").compactMap(Self.leadership).first
             guard let now = try connection.query("SELECT now()").first?.decode(Date.self) else {
                 throw SwitchboardError(.internalError, "the PostgreSQL server did not tell its time")
@@ -154,8 +161,10 @@ extension PostgresStore {
     }
 
     private static func node(_ row: PostgresRow) -> NodeRecord? {
-        guard let (id, description, startedAt, lastSeen, leaseUntil) = try? row.decode((String, String, Date, Date, Date).self) else { return nil }
-        return NodeRecord(id: id, description: description, startedAt: startedAt, lastSeen: lastSeen, leaseUntil: leaseUntil)
+        guard let (id, description, startedAt, lastSeen, leaseUntil, sockets) = try? row.decode((String, String, Date, Date, Date, Int32).self) else {
+            return nil
+        }
+        return NodeRecord(id: id, description: description, startedAt: startedAt, lastSeen: lastSeen, leaseUntil: leaseUntil, sockets: Int(sockets))
     }
 
     private static func leadership(_ row: PostgresRow) -> Leadership? {

@@ -31,6 +31,7 @@ final class StoreLease: Sendable {
         var cancelled = false
         var deposed = false
         var onDeposed: (@Sendable () -> Void)?
+        var sockets: @Sendable () -> Int = { 0 }
     }
 
     /// Thrown by ``start(description:cancelled:)`` when the daemon was told to stop while it
@@ -60,6 +61,11 @@ final class StoreLease: Sendable {
     /// The leadership this daemon holds (`nil` while it stands by or after it was deposed).
     var leading: PostgresStore.Fence? { state.withLock { $0.deposed ? nil : $0.leading } }
 
+    /// How many client sockets this node holds, written with each renewal (`GET /v1/nodes`).
+    func countSockets(_ count: @escaping @Sendable () -> Int) {
+        state.withLock { $0.sockets = count }
+    }
+
     /// Called once, on a queue of its own, when another node took the lead from this one.
     func onDeposed(_ handler: @escaping @Sendable () -> Void) {
         state.withLock { $0.onDeposed = handler }
@@ -84,7 +90,7 @@ final class StoreLease: Sendable {
                 throw Cancelled()
             }
             do {
-                try store.renewNode(id: node, description: description, lease: lease)
+                try store.renewNode(id: node, description: description, lease: lease, sockets: state.withLock { $0.sockets }())
                 if let leadership = try store.claimLeadership(node: node, lease: lease) {
                     lead(leadership)
                     return
@@ -145,10 +151,10 @@ final class StoreLease: Sendable {
     }
 
     private func renew() {
-        let (fence, description) = state.withLock { ($0.leading, $0.description) }
+        let (fence, description, sockets) = state.withLock { ($0.leading, $0.description, $0.sockets) }
         guard let fence else { return }
         do {
-            try? store.renewNode(id: node, description: description, lease: lease)
+            try? store.renewNode(id: node, description: description, lease: lease, sockets: sockets())
             if try store.renewLeadership(fence, lease: lease) {
                 state.withLock { $0.lastRenewed = .now }
             } else {

@@ -50,7 +50,11 @@ extension SwitchboardDaemon {
             let description = nodeDescription
             return ClusterView(
                 store: "sqlite", leader: nodeID, generation: nil,
-                nodes: [ClusterNode(id: nodeID, role: .leader, current: true, description: description, startedAt: startedAt, lastSeen: now, leaseUntil: now)])
+                nodes: [
+                    ClusterNode(
+                        id: nodeID, role: .leader, current: true, description: description, startedAt: startedAt, lastSeen: now, leaseUntil: now,
+                        sockets: transport.webSocketCount)
+                ])
         }
         let cluster: (nodes: [NodeRecord], leader: Leadership?, now: Date)
         do {

@@ -37,6 +37,7 @@ extension SwitchboardDaemon {
             }
             let lease = StoreLease(store: store, node: nodeID, lease: configuration.postgresLease, now: clocks.wall, factory: factory, logger: logger)
             lease.onDeposed { [weak self] in self?.wasDeposed() }
+            lease.countSockets { [weak self] in self?.transport.webSocketCount ?? 0 }
             storeLease = lease
             do {
                 let tunnel = try startRelaying(store, factory: factory)
