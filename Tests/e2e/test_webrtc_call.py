@@ -139,12 +139,13 @@ async def add_candidates(peer: CallPeer, sender: CallPeer, count: int) -> None:
         await peer.pc.addIceCandidate(candidate)
 
 
-async def scenario(daemon: Switchboard) -> None:
+async def scenario(sb_alice: Switchboard, sb_bob: Switchboard | None = None) -> None:
+    """Alice connects to ``sb_alice``, bob to ``sb_bob`` (default: the same daemon)."""
     alice, bob = CallPeer("alice"), CallPeer("bob")
     call = {"type": "default", "id": f"e2e-{secrets.token_hex(4)}"}
     try:
-        await alice.connect(daemon)
-        await bob.connect(daemon)
+        await alice.connect(sb_alice)
+        await bob.connect(sb_bob or sb_alice)
         joined = await alice.request("call.join", {**call, "create": True})
         alice.session_id = joined["session_id"]
         assert joined["role"] == "initiator"

@@ -336,22 +336,24 @@ def run_bounded(scenario: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(bounded())
 
 
+async def offer_answer_chat(daemon_a: Switchboard, daemon_b: Switchboard | None = None) -> None:
+    """Peer A (on ``daemon_a``) offers to peer B (on ``daemon_b``, default the same daemon), B
+    answers, both trickle candidates, and they exchange one message each way."""
+    a = await open_peer(daemon_a, "A")
+    b = await open_peer(daemon_b or daemon_a, "B")
+    try:
+        offer = await start_offer(a, b.peer_id)
+        offer_msg = await b.recv_relayed()
+        expect_offer(offer_msg, a, offer)
+        await connect_and_chat(a, b, offer, offer_msg)
+    finally:
+        await a.close()
+        await b.close()
+
+
 def test_offer_answer_candidate_then_datachannel(switchboard: Switchboard) -> None:
     """Two live peers signal through the daemon and exchange one message each way."""
-
-    async def scenario() -> None:
-        a = await open_peer(switchboard, "A")
-        b = await open_peer(switchboard, "B")
-        try:
-            offer = await start_offer(a, b.peer_id)
-            offer_msg = await b.recv_relayed()
-            expect_offer(offer_msg, a, offer)
-            await connect_and_chat(a, b, offer, offer_msg)
-        finally:
-            await a.close()
-            await b.close()
-
-    run_bounded(scenario)
+    run_bounded(lambda: offer_answer_chat(switchboard))
 
 
 def test_offer_queued_for_offline_peer_is_delivered_after_open(switchboard: Switchboard) -> None:
