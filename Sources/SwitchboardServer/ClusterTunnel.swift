@@ -183,12 +183,15 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
             }
             relayed.append(event)
         }
+        // The batch's messages count against their sockets' inbound limit until the bus took
+        // them: a socket that sends faster than the bus carries is paused by the transport.
+        let release: @Sendable () -> Void = { [local] in local.processed(events) }
         let output = state.withLock { state -> TunnelFront.Output in
             switch state.role {
             case .front:
                 let output = state.draining
                     ? TunnelFront.draining(relayed, into: &state.front, now: clock.now()) : state.front.received(relayed, now: clock.now())
-                if let (leader, batch) = output.toLeader { enqueue(&state, to: leader.node, kind: TunnelBatch.eventsKind, batch) }
+                if let (leader, batch) = output.toLeader { enqueue(&state, to: leader.node, kind: TunnelBatch.eventsKind, batch, onSent: release) }
                 return output
             default:
                 return TunnelFront.refusingAll(relayed)
@@ -197,7 +200,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         if let batch = output.toLeader?.batch { forwarded.increment(by: batch.events.count) }
         commands += output.local
         _ = local.submit(commands)
-        local.processed(events)
+        if output.toLeader == nil { release() }
     }
 
     // MARK: - OutboundTransport (the leader's hubs)
@@ -315,10 +318,13 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
     }
 
     /// Queues `batch` for `node`, in order after what was queued before (one outbox per node).
-    private func enqueue(_ state: inout State, to node: String, kind: String, _ batch: TunnelBatch) {
-        guard !state.stopped else { return }
+    private func enqueue(_ state: inout State, to node: String, kind: String, _ batch: TunnelBatch, onSent: (@Sendable () -> Void)? = nil) {
+        guard !state.stopped else {
+            onSent?()
+            return
+        }
         if let outbox = state.outboxes[node] {
-            outbox.enqueue(kind: kind, batch)
+            outbox.enqueue(kind: kind, batch, onSent: onSent)
             return
         }
         let outbox = TunnelOutbox(
@@ -337,7 +343,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
                 self?.sendFailed(to: node)
             })
         state.outboxes[node] = outbox
-        outbox.enqueue(kind: kind, batch)
+        outbox.enqueue(kind: kind, batch, onSent: onSent)
     }
 
     /// A batch for `node` was lost: a front cuts its sockets off the leader; a leader drops the

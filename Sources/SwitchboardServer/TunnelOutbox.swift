@@ -6,11 +6,14 @@ import Synchronization
 /// The tunnel batches on their way to one node, sent on the bus in order by one task. Batches
 /// queued while a send is under way go together in the next message (merged when they are of
 /// one kind and generation), so a busy node sends fewer, larger messages instead of queueing
-/// one round trip per transport batch.
+/// one round trip per transport batch. Each item may carry what to do once its message was
+/// sent (or refused): a relaying node reports its sockets' messages handled only then, so a
+/// socket whose messages the bus cannot take as fast as they come is paused by its transport.
 final class TunnelOutbox: Sendable {
     struct Item: Sendable {
         var kind: String
         var batch: TunnelBatch
+        var onSent: [@Sendable () -> Void] = []
     }
 
     private struct State {
@@ -43,8 +46,9 @@ final class TunnelOutbox: Sendable {
                         return state.items
                     }
                     if items.isEmpty { break }
-                    for item in Self.merged(items) where await !send(item.kind, item.batch.encoded()) {
-                        failed()
+                    for item in Self.merged(items) {
+                        if await !send(item.kind, item.batch.encoded()) { failed() }
+                        for done in item.onSent { done() }
                     }
                 }
                 if queue.state.withLock({ $0.finished && $0.items.isEmpty }) { break }
@@ -52,14 +56,19 @@ final class TunnelOutbox: Sendable {
         }
     }
 
-    /// Queues `batch` after those queued before.
-    func enqueue(kind: String, _ batch: TunnelBatch) {
+    /// Queues `batch` after those queued before; `onSent` runs once its message was sent or
+    /// refused (at once when the outbox has finished).
+    func enqueue(kind: String, _ batch: TunnelBatch, onSent: (@Sendable () -> Void)? = nil) {
         let accepted = queue.state.withLock { state -> Bool in
             guard !state.finished else { return false }
-            state.items.append(Item(kind: kind, batch: batch))
+            state.items.append(Item(kind: kind, batch: batch, onSent: onSent.map { [$0] } ?? []))
             return true
         }
-        if accepted { wake.yield() }
+        if accepted {
+            wake.yield()
+        } else {
+            onSent?()
+        }
     }
 
     /// Sends what is queued, then ends the task; returns once it ended.
@@ -85,6 +94,7 @@ final class TunnelOutbox: Sendable {
             if let last = out.last, last.kind == item.kind, last.batch.generation == item.batch.generation, size + weight <= mergeLimit {
                 out[out.count - 1].batch.events += item.batch.events
                 out[out.count - 1].batch.commands += item.batch.commands
+                out[out.count - 1].onSent += item.onSent
                 size += weight
             } else {
                 out.append(item)

@@ -78,8 +78,28 @@ final class TunnelOutboxTests: XCTestCase {
         bus.gate.signal()
         await outbox.finish()
         XCTAssertEqual(bus.sent.withLock { $0.map(\.batch) }, [TunnelBatch(generation: 1, events: [.closed(id(2))])])
-        // Nothing is taken after finish.
-        outbox.enqueue(kind: TunnelBatch.eventsKind, TunnelBatch(generation: 1, events: [.closed(id(3))]))
+        // Nothing is taken after finish; its completion runs at once.
+        let ran = Mutex(false)
+        outbox.enqueue(kind: TunnelBatch.eventsKind, TunnelBatch(generation: 1, events: [.closed(id(3))]), onSent: { ran.withLock { $0 = true } })
         XCTAssertEqual(bus.sent.withLock { $0.count }, 1)
+        XCTAssertTrue(ran.withLock { $0 })
+    }
+
+    func test_eachItemsCompletionRunsOnlyOnceItsMessageWasSentOrRefused() async {
+        let bus = Bus()
+        let done = Mutex<[Int]>([])
+        let outbox = TunnelOutbox(destination: "n1", send: { await bus.send($0, $1) }, failed: {})
+        outbox.enqueue(kind: TunnelBatch.eventsKind, TunnelBatch(generation: 1, events: [.closed(id(1))]), onSent: { done.withLock { $0.append(1) } })
+        bus.entered.wait()
+        XCTAssertEqual(done.withLock { $0 }, [], "held while its send is under way")
+        outbox.enqueue(kind: TunnelBatch.eventsKind, TunnelBatch(generation: 1, events: [.closed(id(2))]), onSent: { done.withLock { $0.append(2) } })
+        outbox.enqueue(kind: TunnelBatch.eventsKind, TunnelBatch(generation: 1, events: [.closed(id(3))]), onSent: { done.withLock { $0.append(3) } })
+        bus.gate.signal()
+        bus.entered.wait()  // the merged second message is under way
+        XCTAssertEqual(done.withLock { $0 }, [1])
+        bus.refuse.withLock { $0 = true }
+        bus.gate.signal()
+        await outbox.finish()
+        XCTAssertEqual(done.withLock { $0 }, [1, 2, 3], "a refused message's items complete too")
     }
 }
