@@ -35,6 +35,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         var listened = 0
         var stopped = false
         var lastNodeCheck = ContinuousClock.now
+        var lastPing = ContinuousClock.now
         /// A front told to drain (`POST /v1/drain` on it) closes new sockets with 1001.
         var draining = false
     }
@@ -48,6 +49,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
     private let forwarded: Counter
     private let returned: Counter
     private let dropped: Counter
+    private let roundTrip: CoreMetrics.Timer
     /// The nodes whose lease runs (the leader drops relayed connections of the others).
     var liveNodes: (@Sendable () throws -> Set<String>)?
     /// Answers a front's own admin routes (`/healthz`, `/readyz`, `/metrics`).
@@ -73,6 +75,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         forwarded = Counter(label: "switchboard_cluster_relayed_total", dimensions: [("direction", "to_leader")], factory: factory)
         returned = Counter(label: "switchboard_cluster_relayed_total", dimensions: [("direction", "from_leader")], factory: factory)
         dropped = Counter(label: "switchboard_cluster_relay_failures_total", dimensions: [], factory: factory)
+        roundTrip = CoreMetrics.Timer(label: "switchboard_cluster_relay_round_trip_seconds", dimensions: [], factory: factory)
     }
 
     /// Listens on the bus and starts the timer (request deadlines, the leader's node check).
@@ -238,6 +241,9 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
             let (hub, mapped) = state.withLock { state -> ((any TransportEventSink)?, [TransportEvent]) in
                 switch state.role {
                 case .leader(let hub, let generation) where generation == batch.generation:
+                    if let ping = batch.ping {
+                        enqueue(&state, to: message.from, kind: TunnelBatch.commandsKind, TunnelBatch(generation: generation, pong: ping))
+                    }
                     return (hub, state.leader.inbound(from: message.from, batch.events))
                 case .switching:
                     // Taking the lead, hubs not attached yet: the front hears its sockets and
@@ -255,6 +261,9 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         case TunnelBatch.commandsKind:
             let commands = state.withLock { state -> [OutboundCommand] in
                 guard case .front = state.role else { return [] }
+                if let pong = batch.pong, state.front.leader == TunnelFront.Leader(node: message.from, generation: batch.generation) {
+                    roundTrip.recordNanoseconds(clock.now().nanoseconds - pong)
+                }
                 return state.front.fromLeader(batch, node: message.from)
             }
             if !commands.isEmpty { _ = local.submit(commands) }
@@ -367,6 +376,12 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         let (late, check) = state.withLock { state -> ([OutboundCommand], Bool) in
             switch state.role {
             case .front:
+                // Once a second, a probe through the bus to the leader and back (the relay's
+                // round trip, switchboard_cluster_relay_round_trip_seconds).
+                if let leader = state.front.leader, state.listened > 0, ContinuousClock.now - state.lastPing >= .seconds(1) {
+                    state.lastPing = .now
+                    enqueue(&state, to: leader.node, kind: TunnelBatch.eventsKind, TunnelBatch(generation: leader.generation, ping: clock.now().nanoseconds))
+                }
                 return (state.front.tick(now: clock.now()), false)
             case .leader:
                 guard !state.leader.nodes.isEmpty, ContinuousClock.now - state.lastNodeCheck >= checkEvery else { return ([], false) }

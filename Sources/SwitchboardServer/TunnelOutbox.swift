@@ -91,7 +91,9 @@ final class TunnelOutbox: Sendable {
         var size = 0
         for item in items {
             let weight = Self.weight(item.batch)
-            if let last = out.last, last.kind == item.kind, last.batch.generation == item.batch.generation, size + weight <= mergeLimit {
+            if let last = out.last, last.kind == item.kind, last.batch.generation == item.batch.generation, size + weight <= mergeLimit,
+                !last.batch.probes, !item.batch.probes
+            {
                 out[out.count - 1].batch.events += item.batch.events
                 out[out.count - 1].batch.commands += item.batch.commands
                 out[out.count - 1].onSent += item.onSent
@@ -121,4 +123,10 @@ final class TunnelOutbox: Sendable {
             }
         }
     }
+}
+
+extension TunnelBatch {
+    /// Whether the batch carries a ping or a pong: such a batch travels alone (never merged), so
+    /// its round trip is that of one message.
+    var probes: Bool { ping != nil || pong != nil }
 }

@@ -113,6 +113,15 @@ final class TunnelWireTests: XCTestCase {
         XCTAssertEqual(TunnelBatch.commandsKind, "tunnel.commands")
     }
 
+    func test_aProbeTravelsAsItsClockReading() throws {
+        let ping = TunnelBatch(generation: 3, ping: 1_234_567_890_123)
+        XCTAssertEqual(ping.encoded(), #"{"g":3,"pi":1234567890123}"#)
+        XCTAssertEqual(try TunnelBatch.decode(ping.encoded()), ping)
+        let pong = TunnelBatch(generation: 3, pong: 42)
+        XCTAssertEqual(try TunnelBatch.decode(pong.encoded()), pong)
+        XCTAssertNil(try TunnelBatch.decode(#"{"g":3}"#).ping)
+    }
+
     func test_aUTF8TextFrameTravelsAsAJSONString() throws {
         let text = "hello peer 42"
         let encoded = TunnelBatch(generation: 1, events: [.message(socket, Array(text.utf8), isBinary: false)]).encoded()

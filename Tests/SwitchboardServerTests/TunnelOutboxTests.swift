@@ -65,6 +65,19 @@ final class TunnelOutboxTests: XCTestCase {
         XCTAssertEqual(TunnelOutbox.merged(small).map { $0.batch.events }, [(1...5).map { TransportEvent.closed(id(UInt64($0))) }])
     }
 
+    func test_probesTravelAlone() {
+        let items = [
+            TunnelOutbox.Item(kind: TunnelBatch.eventsKind, batch: TunnelBatch(generation: 1, events: [.closed(id(1))])),
+            TunnelOutbox.Item(kind: TunnelBatch.eventsKind, batch: TunnelBatch(generation: 1, ping: 5)),
+            TunnelOutbox.Item(kind: TunnelBatch.eventsKind, batch: TunnelBatch(generation: 1, events: [.closed(id(2))])),
+            TunnelOutbox.Item(kind: TunnelBatch.eventsKind, batch: TunnelBatch(generation: 1, events: [.closed(id(3))])),
+        ]
+        XCTAssertEqual(
+            TunnelOutbox.merged(items).map(\.batch),
+            [TunnelBatch(generation: 1, events: [.closed(id(1))]), TunnelBatch(generation: 1, ping: 5),
+             TunnelBatch(generation: 1, events: [.closed(id(2)), .closed(id(3))])])
+    }
+
     func test_aRefusedSendIsReportedAndTheNextOneStillGoes() async {
         let bus = Bus()
         bus.refuse.withLock { $0 = true }

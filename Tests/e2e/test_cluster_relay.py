@@ -222,6 +222,12 @@ def test_the_admin_api_through_a_relaying_node_is_the_leaders(cluster_of) -> Non
     assert relayed_total(mine, "to_leader") >= 1 and relayed_total(leaders, "from_leader") >= 1, (mine, leaders)
     assert sample(mine, "switchboard_leader_generation") == 0 and sample(leaders, "switchboard_leader_generation") == 1, (mine, leaders)
     assert sample(mine, "switchboard_cluster_relay_failures_total") == 0, mine
+    # The relay's probe: once a second a round trip to the leader and back, well under a second.
+    probes = wait_until(lambda: sample(metrics_text(relay), "switchboard_cluster_relay_round_trip_seconds_count") >= 2 and metrics_text(relay),
+                        TAKEOVER_S, "two relay probes")
+    count = sample(probes, "switchboard_cluster_relay_round_trip_seconds_count")
+    total = sample(probes, "switchboard_cluster_relay_round_trip_seconds_sum")
+    assert 0 < total / count < 1.0, probes
     alice.close()
     bob.close()
 

@@ -19,11 +19,18 @@ public struct TunnelBatch: Sendable, Equatable, Codable {
     public var events: [TransportEvent]
     /// Leader → relaying node: commands for its sockets, in order per connection.
     public var commands: [OutboundCommand]
+    /// Relaying node → leader: a probe the leader sends straight back as ``pong`` (the sender's
+    /// clock reading), to time the round trip the relayed frames take.
+    public var ping: Int64?
+    /// Leader → relaying node: a ``ping`` sent back.
+    public var pong: Int64?
 
-    public init(generation: Int64, events: [TransportEvent] = [], commands: [OutboundCommand] = []) {
+    public init(generation: Int64, events: [TransportEvent] = [], commands: [OutboundCommand] = [], ping: Int64? = nil, pong: Int64? = nil) {
         self.generation = generation
         self.events = events
         self.commands = commands
+        self.ping = ping
+        self.pong = pong
     }
 
     /// The batch as the JSON text of a bus message body.
@@ -41,13 +48,15 @@ public struct TunnelBatch: Sendable, Equatable, Codable {
         }
     }
 
-    enum CodingKeys: String, CodingKey { case generation = "g", events = "e", commands = "c" }
+    enum CodingKeys: String, CodingKey { case generation = "g", events = "e", commands = "c", ping = "pi", pong = "po" }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         generation = try container.decode(Int64.self, forKey: .generation)
         events = try container.decodeIfPresent([TransportEvent].self, forKey: .events) ?? []
         commands = try container.decodeIfPresent([OutboundCommand].self, forKey: .commands) ?? []
+        ping = try container.decodeIfPresent(Int64.self, forKey: .ping)
+        pong = try container.decodeIfPresent(Int64.self, forKey: .pong)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -55,6 +64,8 @@ public struct TunnelBatch: Sendable, Equatable, Codable {
         try container.encode(generation, forKey: .generation)
         if !events.isEmpty { try container.encode(events, forKey: .events) }
         if !commands.isEmpty { try container.encode(commands, forKey: .commands) }
+        try container.encodeIfPresent(ping, forKey: .ping)
+        try container.encodeIfPresent(pong, forKey: .pong)
     }
 }
 
