@@ -58,9 +58,12 @@ public final class PostgresBus: Sendable {
     }
 
     /// Listens until the task is cancelled, calling `listening` each time the `LISTEN` is in place
-    /// (again after a lost connection, which is replaced within a second) and `deliver` once per
-    /// message id, in order of arrival.
-    public func run(listening: @Sendable () async -> Void = {}, deliver: @Sendable (Message) async -> Void) async {
+    /// (again after a lost connection, which is replaced within a second), `lost` when a
+    /// listening connection was lost (notifications sent until the next `listening` are lost),
+    /// and `deliver` once per message id, in order of arrival.
+    public func run(
+        listening: @Sendable () async -> Void = {}, lost: @Sendable () async -> Void = {}, deliver: @Sendable (Message) async -> Void
+    ) async {
         while !Task.isCancelled {
             do {
                 let connection = try await PostgresConnection.connect(
@@ -74,7 +77,10 @@ public final class PostgresBus: Sendable {
                         }
                     }
                 } catch {
-                    if !Task.isCancelled { logger.warning("bus: listening connection lost; listening again", metadata: ["error": "\(PostgresSession.storeError(error))"]) }
+                    if !Task.isCancelled {
+                        logger.warning("bus: listening connection lost; listening again", metadata: ["error": "\(PostgresSession.storeError(error))"])
+                        await lost()
+                    }
                 }
                 try? await connection.close()
             } catch {
@@ -90,8 +96,10 @@ public final class PostgresBus: Sendable {
     public func send(_ message: Message, to node: String) async throws {
         let json = String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
         let channel = Self.channel(of: node)
+        var used: PostgresConnection?
         do {
             let connection = try await senderConnection()
+            used = connection
             if json.utf8.count <= Self.inlineLimit {
                 // Rows read to the end, so that a statement's error is this call's.
                 for try await _ in try await connection.query("SELECT pg_notify(\(channel), \(json))", logger: logger) {}
@@ -110,9 +118,14 @@ public final class PostgresBus: Sendable {
             }
         } catch {
             // Replaced at the next send; closed first (postgres-nio asserts a connection is
-            // closed before it goes).
-            let dropped = sender.withLock { $0.take() }
-            try? await dropped?.close()
+            // closed before it goes). Only the connection this send used: another send may
+            // have put a new one in place meanwhile.
+            if let used {
+                sender.withLock { current in
+                    if current === used { current = nil }
+                }
+                try? await used.close()
+            }
             throw PostgresSession.storeError(error)
         }
     }
@@ -123,12 +136,21 @@ public final class PostgresBus: Sendable {
         try? await connection?.close()
     }
 
+    /// The sending connection, connected when there is none open. Sends run concurrently (one
+    /// task per destination): when two connect at once, the first in place is kept and the
+    /// other closed (postgres-nio asserts a connection is closed before it goes).
     private func senderConnection() async throws -> PostgresConnection {
         if let connection = sender.withLock({ $0 }), !connection.isClosed { return connection }
-        let connection = try await PostgresConnection.connect(
+        let fresh = try await PostgresConnection.connect(
             on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: 2, logger: logger)
-        sender.withLock { $0 = connection }
-        return connection
+        let (use, spare) = sender.withLock { current -> (PostgresConnection, PostgresConnection?) in
+            if let existing = current, !existing.isClosed { return (existing, fresh) }
+            // A connection found closed is let go: it is closed already.
+            current = fresh
+            return (fresh, nil)
+        }
+        if let spare { try? await spare.close() }
+        return use
     }
 
     /// The message a payload carries, reading (and removing) its row when it came by reference;

@@ -29,7 +29,7 @@ extension PostgresStore {
         binds.append(description)
         binds.append(Self.milliseconds(lease))
         binds.append(Int32(clamping: sockets))
-        try session.transaction { connection in
+        try nodeSession.transaction { connection in
             try connection.execute("DELETE FROM node WHERE lease_until < now() - interval '1 day'")
             try connection.execute(
                 """
@@ -47,7 +47,7 @@ extension PostgresStore {
         binds.append(id)
         binds.append(Self.milliseconds(lease))
         binds.append(Int32(clamping: sockets))
-        let renewed = try session.withConnection { connection in
+        let renewed = try nodeSession.withConnection { connection in
             try connection.query(
                 "UPDATE node SET last_seen = now(), lease_until = now() + $2 * interval '1 millisecond', sockets = $3 WHERE id = $1 RETURNING id",
                 binds)
@@ -59,12 +59,12 @@ extension PostgresStore {
     public func removeNode(id: String) throws {
         var binds = PostgresBindings()
         binds.append(id)
-        try session.withConnection { try $0.execute("DELETE FROM node WHERE id = $1", binds) }
+        try nodeSession.withConnection { try $0.execute("DELETE FROM node WHERE id = $1", binds) }
     }
 
     /// Every node row, live or lapsed, by id.
     public func nodes() throws -> [NodeRecord] {
-        try session.withConnection { connection in try connection.query("SELECT \(Self.nodeColumns) FROM node ORDER BY id").compactMap(Self.node) }
+        try nodeSession.withConnection { connection in try connection.query("SELECT \(Self.nodeColumns) FROM node ORDER BY id").compactMap(Self.node) }
     }
 
     /// Takes the lead for `node` when nobody leads or the leader's lease lapsed: the new
@@ -75,7 +75,7 @@ extension PostgresStore {
         var binds = PostgresBindings()
         binds.append(node)
         binds.append(Self.milliseconds(lease))
-        return try session.withConnection { connection in
+        return try nodeSession.withConnection { connection in
             try connection.query(
                 """
                 INSERT INTO leader (id, node, generation, lease_until) VALUES (1, $1, 1, now() + $2 * interval '1 millisecond')
@@ -94,7 +94,7 @@ extension PostgresStore {
         binds.append(fence.node)
         binds.append(fence.generation)
         binds.append(Self.milliseconds(lease))
-        return try session.withConnection { connection in
+        return try nodeSession.withConnection { connection in
             !(try connection.query(
                 "UPDATE leader SET lease_until = now() + $3 * interval '1 millisecond' WHERE id = 1 AND node = $1 AND generation = $2 RETURNING id",
                 binds)).isEmpty
@@ -106,14 +106,14 @@ extension PostgresStore {
         var binds = PostgresBindings()
         binds.append(fence.node)
         binds.append(fence.generation)
-        try session.withConnection { connection in
+        try nodeSession.withConnection { connection in
             try connection.execute("UPDATE leader SET lease_until = now() WHERE id = 1 AND node = $1 AND generation = $2", binds)
         }
     }
 
     /// Every node, who leads, and the server's clock they run on, read at one instant.
     public func cluster() throws -> (nodes: [NodeRecord], leader: Leadership?, now: Date) {
-        try session.transaction { connection in
+        try nodeSession.transaction { connection in
             let nodes = try connection.query("SELECT \(Self.nodeColumns) FROM node ORDER BY id").compactMap(Self.node)
             let leader = try connection.query("SELECT node, generation, lease_until FROM leader WHERE id = 1").compactMap(Self.leadership).first
             guard let now = try connection.query("SELECT now()").first?.decode(Date.self) else {

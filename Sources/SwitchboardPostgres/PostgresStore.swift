@@ -8,6 +8,9 @@ import SwitchboardCore
 /// store and its in-memory twin pass; so far the audit log and the store's health.
 public final class PostgresStore: @unchecked Sendable {
     let session: PostgresSession
+    /// The node and leader rows' own connection: a renewal never waits behind the call hub's
+    /// commits on ``session`` (under load, a queue of them could outlast the lease).
+    let nodeSession: PostgresSession
     /// Migrations this store applied when it opened (empty when the database was up to date).
     public let migrationsApplied: [String]
     /// The leadership every write must still hold (ADR 0012): when set, each write transaction
@@ -51,10 +54,12 @@ public final class PostgresStore: @unchecked Sendable {
         configuration: Configuration, statementTimeout: Duration = .seconds(10), logger: Logger = Logger(label: "switchboard.store.postgres")
     ) throws {
         session = PostgresSession(configuration: try configuration.connection(), statementTimeout: statementTimeout, logger: logger)
+        nodeSession = PostgresSession(configuration: try configuration.connection(), statementTimeout: statementTimeout, logger: logger)
         do {
             migrationsApplied = try PostgresMigrations.migrate(session)
         } catch {
             session.close()
+            nodeSession.close()
             throw error
         }
     }
@@ -69,10 +74,12 @@ public final class PostgresStore: @unchecked Sendable {
 
     public func close() {
         session.close()
+        nodeSession.close()
     }
 
     deinit {
         session.close()
+        nodeSession.close()
     }
 }
 

@@ -26,37 +26,47 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         case leader(hub: any TransportEventSink, generation: Int64)
     }
 
-    private struct State {
+    struct State {
         var role: Role = .front
         var front: TunnelFront
         var leader = TunnelLeader()
         /// The batches on their way to each node, in order.
         var outboxes: [String: TunnelOutbox] = [:]
-        var listened = 0
+        /// Whether the bus listens now (between a `LISTEN` in place and its connection's loss).
+        var listenerUp = false
+        /// Whether the followed leader's lease had lapsed at the last turn.
+        var leaderLapsed = false
         var stopped = false
         var lastNodeCheck = ContinuousClock.now
         var lastPing = ContinuousClock.now
+        /// When the standby's loop began the last turn that renewed this node and read the
+        /// leader: the node lease runs at least a lease from then.
+        var confirmed = ContinuousClock.now
         /// A front told to drain (`POST /v1/drain` on it) closes new sockets with 1001.
         var draining = false
     }
 
     let node: String
-    private let bus: PostgresBus
-    private let local: any OutboundTransport
-    private let clock: any MonotonicClockSource
-    private let logger: Logger
-    private let state: Mutex<State>
-    private let forwarded: Counter
-    private let returned: Counter
-    private let dropped: Counter
-    private let roundTrip: CoreMetrics.Timer
+    let bus: PostgresBus
+    let local: any OutboundTransport
+    let clock: any MonotonicClockSource
+    let logger: Logger
+    let state: Mutex<State>
+    let forwarded: Counter
+    let returned: Counter
+    let dropped: Counter
+    let roundTrip: CoreMetrics.Timer
     /// The nodes whose lease runs (the leader drops relayed connections of the others).
     var liveNodes: (@Sendable () throws -> Set<String>)?
     /// Answers a front's own admin routes (`/healthz`, `/readyz`, `/metrics`).
     var frontAdmin: (@Sendable (HTTPRequest) -> HTTPResponse)?
     private var runTask: Task<Void, Never>?
     private var timer: (any DispatchSourceTimer)?
-    private let checkEvery: Duration
+    let checkEvery: Duration
+    let lease: Duration
+    /// How long a front goes without a turn renewing its node before it takes its node lease for
+    /// lapsed (a little less than a lease, so it cuts its sockets before the leader drops them).
+    var unrenewedLimit: Duration { lease - min(lease / 4, .milliseconds(500)) }
 
     /// The admin paths a relaying node answers itself: about itself, not the leader.
     static let ownAdminPaths: Set<String> = ["/healthz", "/readyz", "/metrics"]
@@ -71,6 +81,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         self.clock = clock
         self.logger = logger
         self.checkEvery = lease / 3
+        self.lease = lease
         state = Mutex(State(front: TunnelFront(requestTimeout: .seconds(10))))
         forwarded = Counter(label: "switchboard_cluster_relayed_total", dimensions: [("direction", "to_leader")], factory: factory)
         returned = Counter(label: "switchboard_cluster_relayed_total", dimensions: [("direction", "from_leader")], factory: factory)
@@ -81,7 +92,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
     /// Listens on the bus and starts the timer (request deadlines, the leader's node check).
     func start() {
         runTask = Task { [self] in
-            await bus.run(listening: { self.listenerStarted() }, deliver: { self.deliver($0) })
+            await bus.run(listening: { self.listenerStarted() }, lost: { self.listenerLost() }, deliver: { self.deliver($0) })
         }
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "switchboard.cluster-tunnel"))
         timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
@@ -118,7 +129,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
     }
 
     /// Whether the bus listens (a front is ready only then).
-    var listening: Bool { state.withLock { $0.listened > 0 } }
+    var listening: Bool { state.withLock { $0.listenerUp } }
 
     /// From now on this front closes new sockets with 1001 and fails `/readyz` (its relayed
     /// sockets carry on). A leader drains through its hub instead.
@@ -137,15 +148,26 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         }
     }
 
-    /// The leader a front relays to, if any.
-    var following: TunnelFront.Leader? { state.withLock { $0.front.leader } }
+    /// The leader a front relays to, if any, while its lease runs (the front takes new sockets).
+    var following: TunnelFront.Leader? { state.withLock { $0.front.paused ? nil : $0.front.leader } }
 
     // MARK: - Roles
 
-    /// A front follows `leader` (`nil`: none whose lease runs).
-    func follow(_ leader: TunnelFront.Leader?) {
+    /// A front follows `leader` (`nil`: nobody leads), as the standby's turn begun at
+    /// `renewedAt` read it right after renewing this node. While its lease has `lapsed` (and
+    /// nobody took over) the front keeps its sockets on it but takes no new ones, and is not
+    /// ready.
+    func follow(_ leader: TunnelFront.Leader?, lapsed: Bool = false, renewedAt: ContinuousClock.Instant = .now) {
         let commands = state.withLock { state -> [OutboundCommand] in
             guard case .front = state.role else { return [] }
+            guard ContinuousClock.now - renewedAt < unrenewedLimit else {
+                // The turn itself took nearly a lease: this node's lease may have lapsed before
+                // it was renewed, and the leader dropped what it relays. As when no turn comes.
+                return state.front.follow(nil)
+            }
+            state.confirmed = max(state.confirmed, renewedAt)
+            state.leaderLapsed = lapsed
+            state.front.paused = lapsed || !state.listenerUp
             if leader != state.front.leader {
                 logger.notice("relaying to the leading node", metadata: ["leader": "\(leader?.node ?? "none")", "generation": "\(leader?.generation ?? 0)"])
             }
@@ -224,188 +246,6 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
 
     func processed(_ events: [TransportEvent]) {
         local.processed(events.filter { !TunnelLeader.isRelayed($0.connection) })
-    }
-
-    // MARK: - The bus
-
-    private func deliver(_ message: PostgresBus.Message) {
-        let batch: TunnelBatch
-        do {
-            batch = try TunnelBatch.decode(message.body)
-        } catch {
-            logger.warning("dropped a tunnel message that does not decode", metadata: ["from": "\(message.from)", "error": "\(error)"])
-            return
-        }
-        switch message.kind {
-        case TunnelBatch.eventsKind:
-            let (hub, mapped) = state.withLock { state -> ((any TransportEventSink)?, [TransportEvent]) in
-                switch state.role {
-                case .leader(let hub, let generation) where generation == batch.generation:
-                    if let ping = batch.ping {
-                        enqueue(&state, to: message.from, kind: TunnelBatch.commandsKind, TunnelBatch(generation: generation, pong: ping))
-                    }
-                    return (hub, state.leader.inbound(from: message.from, batch.events))
-                case .switching:
-                    // Taking the lead, hubs not attached yet: the front hears its sockets and
-                    // requests refused (1013, 503) rather than waiting on them.
-                    let refusals = TunnelFront.refusingAll(batch.events).local
-                    if !refusals.isEmpty {
-                        enqueue(&state, to: message.from, kind: TunnelBatch.commandsKind, TunnelBatch(generation: batch.generation, commands: refusals))
-                    }
-                    return (nil, [])
-                default:
-                    return (nil, [])
-                }
-            }
-            if let hub, !mapped.isEmpty { hub.transportDidReceive(mapped) }
-        case TunnelBatch.commandsKind:
-            let commands = state.withLock { state -> [OutboundCommand] in
-                guard case .front = state.role else { return [] }
-                if let pong = batch.pong, state.front.leader == TunnelFront.Leader(node: message.from, generation: batch.generation) {
-                    roundTrip.recordNanoseconds(clock.now().nanoseconds - pong)
-                }
-                return state.front.fromLeader(batch, node: message.from)
-            }
-            if !commands.isEmpty { _ = local.submit(commands) }
-        default:
-            logger.warning("dropped a bus message of an unknown kind", metadata: ["from": "\(message.from)", "kind": "\(message.kind)"])
-        }
-    }
-
-    /// The bus listens (again, after a lost connection: messages sent meanwhile are lost, so
-    /// every relayed socket is cut off and its client resumes).
-    private func listenerStarted() {
-        let again = state.withLock { state -> Bool in
-            state.listened += 1
-            return state.listened > 1
-        }
-        if again {
-            logger.warning("the bus connection was replaced; relayed sockets are closed for their clients to resume")
-            resetAll()
-        }
-    }
-
-    /// Cuts every relayed socket: a front's (1012, to reconnect), or a leader's (1012 sent to the
-    /// fronts holding them; their `closed` given to the hubs).
-    private func resetAll() {
-        let (commands, hub, closed) = state.withLock { state -> ([OutboundCommand], (any TransportEventSink)?, [TransportEvent]) in
-            switch state.role {
-            case .front:
-                return (resetFront(&state), nil, [])
-            case .leader(let hub, _):
-                return ([], hub, dropNodes(&state, state.leader.nodes, notify: true))
-            case .switching:
-                return ([], nil, [])
-            }
-        }
-        if !commands.isEmpty { _ = local.submit(commands) }
-        if let hub, !closed.isEmpty { hub.transportDidReceive(closed) }
-    }
-
-    /// Cuts a front's sockets off its leader (1012) and tells the leader they closed.
-    private func resetFront(_ state: inout State) -> [OutboundCommand] {
-        let output = state.front.reset()
-        if let (leader, batch) = output.toLeader { enqueue(&state, to: leader.node, kind: TunnelBatch.eventsKind, batch) }
-        return output.local
-    }
-
-    /// Drops `nodes`' relayed connections; with `notify`, tells each node to close them (1012).
-    private func dropNodes(_ state: inout State, _ nodes: [String], notify: Bool) -> [TransportEvent] {
-        guard case .leader(_, let generation) = state.role else { return [] }
-        var closed: [TransportEvent] = []
-        for node in nodes {
-            let ids = state.leader.connections(of: node)
-            if notify, !ids.isEmpty {
-                let closes = state.leader.outbound(ids.sorted().map { .close($0, .serviceRestart, reason: "the leading node lost its bus; reconnect") }).remote
-                for (target, commands) in closes {
-                    enqueue(&state, to: target, kind: TunnelBatch.commandsKind, TunnelBatch(generation: generation, commands: commands))
-                }
-            }
-            closed += state.leader.drop(node: node)
-        }
-        return closed
-    }
-
-    /// Queues `batch` for `node`, in order after what was queued before (one outbox per node).
-    private func enqueue(_ state: inout State, to node: String, kind: String, _ batch: TunnelBatch, onSent: (@Sendable () -> Void)? = nil) {
-        guard !state.stopped else {
-            onSent?()
-            return
-        }
-        if let outbox = state.outboxes[node] {
-            outbox.enqueue(kind: kind, batch, onSent: onSent)
-            return
-        }
-        let outbox = TunnelOutbox(
-            destination: node,
-            send: { [bus, logger, from = self.node] kind, body in
-                do {
-                    try await bus.send(PostgresBus.Message(id: UUID().uuidString, from: from, kind: kind, body: body), to: node)
-                    return true
-                } catch {
-                    logger.warning("a tunnel message was not sent", metadata: ["to": "\(node)", "error": "\(error)"])
-                    return false
-                }
-            },
-            failed: { [weak self] in
-                self?.dropped.increment()
-                self?.sendFailed(to: node)
-            })
-        state.outboxes[node] = outbox
-        outbox.enqueue(kind: kind, batch, onSent: onSent)
-    }
-
-    /// A batch for `node` was lost: a front cuts its sockets off the leader; a leader drops the
-    /// node's relayed connections (their clients resume).
-    private func sendFailed(to node: String) {
-        let (commands, hub, closed) = state.withLock { state -> ([OutboundCommand], (any TransportEventSink)?, [TransportEvent]) in
-            switch state.role {
-            case .front where state.front.leader?.node == node:
-                return (resetFront(&state), nil, [])
-            case .leader(let hub, _):
-                return ([], hub, dropNodes(&state, [node], notify: false))
-            default:
-                return ([], nil, [])
-            }
-        }
-        if !commands.isEmpty { _ = local.submit(commands) }
-        if let hub, !closed.isEmpty { hub.transportDidReceive(closed) }
-    }
-
-    private func tick() {
-        let (late, check) = state.withLock { state -> ([OutboundCommand], Bool) in
-            switch state.role {
-            case .front:
-                // Once a second, a probe through the bus to the leader and back (the relay's
-                // round trip, switchboard_cluster_relay_round_trip_seconds).
-                if let leader = state.front.leader, state.listened > 0, ContinuousClock.now - state.lastPing >= .seconds(1) {
-                    state.lastPing = .now
-                    enqueue(&state, to: leader.node, kind: TunnelBatch.eventsKind, TunnelBatch(generation: leader.generation, ping: clock.now().nanoseconds))
-                }
-                return (state.front.tick(now: clock.now()), false)
-            case .leader:
-                guard !state.leader.nodes.isEmpty, ContinuousClock.now - state.lastNodeCheck >= checkEvery else { return ([], false) }
-                state.lastNodeCheck = .now
-                return ([], true)
-            case .switching:
-                return ([], false)
-            }
-        }
-        if !late.isEmpty { _ = local.submit(late) }
-        if check { dropDeadNodes() }
-    }
-
-    /// The leader drops the relayed connections of nodes whose lease lapsed (killed, cut off):
-    /// their sessions go into their resume window, as a lost socket's do.
-    private func dropDeadNodes() {
-        guard let liveNodes, let live = try? liveNodes() else { return }
-        let (hub, closed) = state.withLock { state -> ((any TransportEventSink)?, [TransportEvent]) in
-            guard case .leader(let hub, _) = state.role else { return (nil, []) }
-            let gone = state.leader.nodes.filter { !live.contains($0) }
-            if !gone.isEmpty { logger.notice("dropping the relayed sockets of nodes whose lease lapsed", metadata: ["nodes": "\(gone)"]) }
-            return (hub, dropNodes(&state, gone, notify: false))
-        }
-        if let hub, !closed.isEmpty { hub.transportDidReceive(closed) }
     }
 }
 

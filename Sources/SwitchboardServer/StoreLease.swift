@@ -75,10 +75,14 @@ final class StoreLease: Sendable {
     /// lease runs. Throws ``Cancelled`` when ``cancel()`` is called (or `cancelled` says so)
     /// first; an unreachable database is tried again at the next turn.
     ///
-    /// Each turn on a standby tells `follow` the node that leads (`nil` when none's lease runs,
-    /// or the database is unreachable): a relaying standby sends its clients there.
+    /// Each turn on a standby that renewed this node tells `follow` the leader row as it reads it
+    /// (`nil`: nobody ever led), its lease lapsed or not, and when the turn began (this node's
+    /// lease runs at least a lease from then): a relaying standby sends its clients there. A
+    /// lapsed lease alone changes nothing for them: the leader may only be slow to renew, and
+    /// until another node takes over, it is the one that runs the calls.
     func start(
-        description: String, cancelled: @escaping @Sendable () -> Bool = { false }, follow: @Sendable (Leadership?) -> Void = { _ in }
+        description: String, cancelled: @escaping @Sendable () -> Bool = { false },
+        follow: @Sendable (_ leader: Leadership?, _ lapsed: Bool, _ turn: ContinuousClock.Instant) -> Void = { _, _, _ in }
     ) throws {
         state.withLock { $0.description = description }
         let every = lease / 3
@@ -89,6 +93,7 @@ final class StoreLease: Sendable {
                 try? store.removeNode(id: node)
                 throw Cancelled()
             }
+            let turn = ContinuousClock.now
             do {
                 try store.renewNode(id: node, description: description, lease: lease, sockets: state.withLock { $0.sockets }())
                 if let leadership = try store.claimLeadership(node: node, lease: lease) {
@@ -96,9 +101,9 @@ final class StoreLease: Sendable {
                     return
                 }
                 let cluster = try store.cluster()
-                let live = cluster.leader.flatMap { $0.leaseUntil > cluster.now ? $0 : nil }
-                follow(live)
-                if !standingBy, let leader = cluster.leader {
+                let leader = cluster.leader
+                follow(leader, leader.map { $0.leaseUntil <= cluster.now } ?? false, turn)
+                if !standingBy, let leader {
                     standingBy = true
                     logger.notice(
                         "standing by: another node leads this PostgreSQL database; taking over when its lease lapses",
@@ -106,7 +111,6 @@ final class StoreLease: Sendable {
                 }
                 unreachable = false
             } catch {
-                follow(nil)
                 if !unreachable {
                     logger.error("PostgreSQL database unreachable while standing by; trying again", metadata: ["error": "\(error)"])
                     unreachable = true

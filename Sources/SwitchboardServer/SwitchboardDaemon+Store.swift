@@ -44,7 +44,9 @@ extension SwitchboardDaemon {
                 do {
                     try lease.start(
                         description: nodeDescription, cancelled: { [weak self] in self?.standbyCancelled ?? true },
-                        follow: { leader in tunnel?.follow(leader.map { TunnelFront.Leader(node: $0.node, generation: $0.generation) }) })
+                        follow: { leader, lapsed, renewed in
+                            tunnel?.follow(leader.map { TunnelFront.Leader(node: $0.node, generation: $0.generation) }, lapsed: lapsed, renewedAt: renewed)
+                        })
                 } catch {
                     stopRelaying()
                     throw error

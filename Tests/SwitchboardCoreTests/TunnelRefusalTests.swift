@@ -19,6 +19,22 @@ final class TunnelRefusalTests: XCTestCase {
              .respond(id(2), SwitchboardError(.unavailable, "no leading node is reachable; try again").httpResponse)])
     }
 
+    func test_whileTheLeadersLeaseLapsedExistingSocketsCarryOnButNewOnesAreRefused() {
+        var front = TunnelFront()
+        _ = front.follow(leader)
+        _ = front.received([.opened(id(1), upgrade)], now: now)
+        front.paused = true
+        let output = front.received([.message(id(1), [1], isBinary: false), .opened(id(2), upgrade), .request(id(3), get)], now: now)
+        XCTAssertEqual(output.toLeader?.batch, TunnelBatch(generation: 2, events: [.message(id(1), [1], isBinary: false)]))
+        XCTAssertEqual(
+            output.local,
+            [.close(id(2), .tryAgainLater, reason: "no leading node is reachable"),
+             .respond(id(3), SwitchboardError(.unavailable, "no leading node is reachable; try again").httpResponse)])
+        XCTAssertEqual(front.sockets, [id(1)])
+        front.paused = false
+        XCTAssertEqual(front.received([.opened(id(4), upgrade)], now: now).toLeader?.batch, TunnelBatch(generation: 2, events: [.opened(id(4), upgrade)]))
+    }
+
     func test_aDrainingFrontClosesNewSocketsWith1001AndRelaysTheRest() {
         var front = TunnelFront()
         _ = front.follow(leader)

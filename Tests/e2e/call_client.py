@@ -39,11 +39,12 @@ def user_token(user: str, ttl_s: int = 3600) -> str:
 
 class CallClient:
     """One authenticated ``/v1/connect`` socket of ``user`` (resuming the connection of
-    ``resume``, a ``resume_token``, when given)."""
+    ``resume``, a ``resume_token``, when given), to ``host`` (a daemon in a network namespace
+    binds its namespace's address)."""
 
-    def __init__(self, port: int, user: str, resume: str | None = None) -> None:
+    def __init__(self, port: int, user: str, resume: str | None = None, host: str = "127.0.0.1") -> None:
         self.user = user
-        self.ws = connect(f"ws://127.0.0.1:{port}/v1/connect", open_timeout=WAIT_S, proxy=None, max_size=None, legacy=True)
+        self.ws = connect(f"ws://{host}:{port}/v1/connect", open_timeout=WAIT_S, proxy=None, max_size=None, legacy=True)
         self._cond = threading.Condition()
         self._answers: dict[Any, dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []

@@ -21,8 +21,8 @@ With ``spaces`` (``netns_link.LinkedNamespace``, one per daemon) each daemon run
 namespace, binds its namespace's address, reaches PostgreSQL at the host side of its pair and has
 its admin API behind a token (a non-loopback admin address requires one), which the balancer's
 check sends. ``client()`` and ``peer()`` connect through the balancer, or with ``node`` straight to
-that node's client port (a call-protocol ``CallClient``; a PeerJS ``hostile.RawWebSocket``, its
-first frame unread).
+that node's client port, at its namespace's address with ``spaces`` (a call-protocol
+``CallClient``; a PeerJS ``hostile.RawWebSocket``, its first frame unread).
 """
 
 from __future__ import annotations
@@ -144,14 +144,20 @@ class Cluster:
         """The balancer's port, or ``node``'s own client port."""
         return self.lb.port if node is None else self.ports[node][0]
 
+    def host(self, node: str | None = None) -> str:
+        """The balancer's address, or ``node``'s (its namespace's, with ``spaces``)."""
+        return self.lb.host if node is None else self.nodes[node].host
+
     def client(self, user: str, resume: str | None = None, node: str | None = None) -> CallClient:
         """A call-protocol client through the balancer, or straight to ``node``."""
-        return CallClient(self.port(node), user, resume)
+        return CallClient(self.port(node), user, resume, host=self.host(node))
 
     def peer(self, peer_id: str, node: str | None = None, token: str | None = None) -> RawWebSocket:
         """A PeerJS socket of ``peer_id`` (token ``t-<id>`` unless given) through the balancer, or
         straight to ``node``; its first frame (``OPEN``, ``ID-TAKEN``…) is left to read."""
-        return RawWebSocket(self.port(node), f"/peerjs?key=peerjs&id={peer_id}&token={token or 't-' + peer_id}")
+        host = self.host(node)
+        return RawWebSocket(self.port(node), f"/peerjs?key=peerjs&id={peer_id}&token={token or 't-' + peer_id}",
+                            host=host, source="127.0.0.1" if host.startswith("127.") else "0.0.0.0")
 
     def close(self) -> None:
         self.lb.stop()

@@ -451,13 +451,15 @@ class RawWebSocket:
         source: str = ABUSER_ADDRESS,
         rcvbuf: int | None = None,
         headers: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
+        """A socket from ``source`` (any address, ``0.0.0.0``, for a ``host`` off loopback)."""
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf is not None:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.bind((source, 0))
         self.sock.settimeout(WAIT_S)
-        self.sock.connect(("127.0.0.1", port))
+        self.sock.connect((host, port))
         self.buffer = b""
         self.closed: Closed | None = None
         key = base64.b64encode(os.urandom(16)).decode()

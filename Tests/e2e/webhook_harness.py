@@ -56,8 +56,11 @@ def wait_until(condition: Callable[[], Any], timeout: float = WAIT_S, what: str 
 
 
 def write_config(path: Path, webhooks: dict[str, Any], **sections: dict[str, Any]) -> Path:
-    """Writes ``{"webhooks": webhooks, **sections}`` to ``path``."""
-    path.write_text(json.dumps({"webhooks": webhooks, **sections}, indent=2))
+    """Writes ``{"webhooks": webhooks, **sections}`` to ``path``, whole at once (renamed into
+    place): a daemon started just before, without waiting, may be reading the file."""
+    written = path.with_name(path.name + ".new")
+    written.write_text(json.dumps({"webhooks": webhooks, **sections}, indent=2))
+    os.replace(written, path)
     return path
 
 

@@ -35,6 +35,9 @@ public struct TunnelFront: Sendable {
     }
 
     public private(set) var leader: Leader?
+    /// Set while the leader's lease has lapsed and nobody took over yet: its sockets carry on,
+    /// but new sockets and requests are refused as without a leader (it may be gone).
+    public var paused = false
     /// Sockets relayed to ``leader``.
     public private(set) var sockets: Set<ConnectionID> = []
     /// Requests relayed to ``leader`` and their deadlines.
@@ -52,7 +55,7 @@ public struct TunnelFront: Sendable {
         for event in events {
             switch event {
             case .opened(let id, _):
-                guard leader != nil else {
+                guard leader != nil, !paused else {
                     output.local.append(.close(id, .tryAgainLater, reason: "no leading node is reachable"))
                     continue
                 }
@@ -63,7 +66,7 @@ public struct TunnelFront: Sendable {
             case .closed(let id):
                 if sockets.remove(id) != nil { relayed.append(event) }
             case .request(let id, _):
-                guard leader != nil else {
+                guard leader != nil, !paused else {
                     output.local.append(.respond(id, SwitchboardError(.unavailable, "no leading node is reachable; try again").httpResponse))
                     continue
                 }

@@ -1,0 +1,204 @@
+import CoreMetrics
+import Foundation
+import SwitchboardCore
+import SwitchboardPostgres
+
+/// The tunnel's side on the bus: what arrives (``deliver(_:)``), the listening connection's
+/// comings and goings, the per-node outboxes, and the timer's checks (request deadlines, the
+/// probe, an unrenewed node, dead relaying nodes).
+extension ClusterTunnel {
+
+    func deliver(_ message: PostgresBus.Message) {
+        let batch: TunnelBatch
+        do {
+            batch = try TunnelBatch.decode(message.body)
+        } catch {
+            logger.warning("dropped a tunnel message that does not decode", metadata: ["from": "\(message.from)", "error": "\(error)"])
+            return
+        }
+        switch message.kind {
+        case TunnelBatch.eventsKind:
+            let (hub, mapped) = state.withLock { state -> ((any TransportEventSink)?, [TransportEvent]) in
+                switch state.role {
+                case .leader(let hub, let generation) where generation == batch.generation:
+                    if let ping = batch.ping {
+                        enqueue(&state, to: message.from, kind: TunnelBatch.commandsKind, TunnelBatch(generation: generation, pong: ping))
+                    }
+                    return (hub, state.leader.inbound(from: message.from, batch.events))
+                case .switching:
+                    // Taking the lead, hubs not attached yet: the front hears its sockets and
+                    // requests refused (1013, 503) rather than waiting on them.
+                    let refusals = TunnelFront.refusingAll(batch.events).local
+                    if !refusals.isEmpty {
+                        enqueue(&state, to: message.from, kind: TunnelBatch.commandsKind, TunnelBatch(generation: batch.generation, commands: refusals))
+                    }
+                    return (nil, [])
+                default:
+                    return (nil, [])
+                }
+            }
+            if let hub, !mapped.isEmpty { hub.transportDidReceive(mapped) }
+        case TunnelBatch.commandsKind:
+            let commands = state.withLock { state -> [OutboundCommand] in
+                guard case .front = state.role else { return [] }
+                if let pong = batch.pong, state.front.leader == TunnelFront.Leader(node: message.from, generation: batch.generation) {
+                    roundTrip.recordNanoseconds(clock.now().nanoseconds - pong)
+                }
+                return state.front.fromLeader(batch, node: message.from)
+            }
+            if !commands.isEmpty { _ = local.submit(commands) }
+        default:
+            logger.warning("dropped a bus message of an unknown kind", metadata: ["from": "\(message.from)", "kind": "\(message.kind)"])
+        }
+    }
+
+    /// The bus listens (again, after a lost connection).
+    func listenerStarted() {
+        state.withLock { state in
+            state.listenerUp = true
+            state.front.paused = state.leaderLapsed
+        }
+    }
+
+    /// The bus's listening connection was lost: messages sent to this node until it listens
+    /// again are lost, so every relayed socket is cut off (its client resumes) and, on a front,
+    /// new ones are refused until then.
+    func listenerLost() {
+        state.withLock { state in
+            state.listenerUp = false
+            state.front.paused = true
+        }
+        logger.warning("the bus's listening connection was lost; relayed sockets are closed for their clients to resume")
+        resetAll()
+    }
+
+    /// Cuts every relayed socket: a front's (1012, to reconnect), or a leader's (1012 sent to the
+    /// fronts holding them; their `closed` given to the hubs).
+    func resetAll() {
+        let (commands, hub, closed) = state.withLock { state -> ([OutboundCommand], (any TransportEventSink)?, [TransportEvent]) in
+            switch state.role {
+            case .front:
+                return (resetFront(&state), nil, [])
+            case .leader(let hub, _):
+                return ([], hub, dropNodes(&state, state.leader.nodes, notify: true))
+            case .switching:
+                return ([], nil, [])
+            }
+        }
+        if !commands.isEmpty { _ = local.submit(commands) }
+        if let hub, !closed.isEmpty { hub.transportDidReceive(closed) }
+    }
+
+    /// Cuts a front's sockets off its leader (1012) and tells the leader they closed.
+    fileprivate func resetFront(_ state: inout State) -> [OutboundCommand] {
+        let output = state.front.reset()
+        if let (leader, batch) = output.toLeader { enqueue(&state, to: leader.node, kind: TunnelBatch.eventsKind, batch) }
+        return output.local
+    }
+
+    /// Drops `nodes`' relayed connections; with `notify`, tells each node to close them (1012).
+    fileprivate func dropNodes(_ state: inout State, _ nodes: [String], notify: Bool) -> [TransportEvent] {
+        guard case .leader(_, let generation) = state.role else { return [] }
+        var closed: [TransportEvent] = []
+        for node in nodes {
+            let ids = state.leader.connections(of: node)
+            if notify, !ids.isEmpty {
+                let closes = state.leader.outbound(ids.sorted().map { .close($0, .serviceRestart, reason: "the leading node lost its bus; reconnect") }).remote
+                for (target, commands) in closes {
+                    enqueue(&state, to: target, kind: TunnelBatch.commandsKind, TunnelBatch(generation: generation, commands: commands))
+                }
+            }
+            closed += state.leader.drop(node: node)
+        }
+        return closed
+    }
+
+    /// Queues `batch` for `node`, in order after what was queued before (one outbox per node).
+    func enqueue(_ state: inout State, to node: String, kind: String, _ batch: TunnelBatch, onSent: (@Sendable () -> Void)? = nil) {
+        guard !state.stopped else {
+            onSent?()
+            return
+        }
+        if let outbox = state.outboxes[node] {
+            outbox.enqueue(kind: kind, batch, onSent: onSent)
+            return
+        }
+        let outbox = TunnelOutbox(
+            destination: node,
+            send: { [bus, logger, from = self.node] kind, body in
+                do {
+                    try await bus.send(PostgresBus.Message(id: UUID().uuidString, from: from, kind: kind, body: body), to: node)
+                    return true
+                } catch {
+                    logger.warning("a tunnel message was not sent", metadata: ["to": "\(node)", "error": "\(error)"])
+                    return false
+                }
+            },
+            failed: { [weak self] in
+                self?.dropped.increment()
+                self?.sendFailed(to: node)
+            })
+        state.outboxes[node] = outbox
+        outbox.enqueue(kind: kind, batch, onSent: onSent)
+    }
+
+    /// A batch for `node` was lost: a front cuts its sockets off the leader; a leader drops the
+    /// node's relayed connections (their clients resume).
+    func sendFailed(to node: String) {
+        let (commands, hub, closed) = state.withLock { state -> ([OutboundCommand], (any TransportEventSink)?, [TransportEvent]) in
+            switch state.role {
+            case .front where state.front.leader?.node == node:
+                return (resetFront(&state), nil, [])
+            case .leader(let hub, _):
+                return ([], hub, dropNodes(&state, [node], notify: false))
+            default:
+                return ([], nil, [])
+            }
+        }
+        if !commands.isEmpty { _ = local.submit(commands) }
+        if let hub, !closed.isEmpty { hub.transportDidReceive(closed) }
+    }
+
+    func tick() {
+        let (late, check) = state.withLock { state -> ([OutboundCommand], Bool) in
+            switch state.role {
+            case .front where state.front.leader != nil && ContinuousClock.now - state.confirmed >= unrenewedLimit:
+                // No turn renewed this node for nearly a lease (the database stopped answering:
+                // cut off, or frozen): its node lease is about to lapse, and the leader then
+                // drops the sockets it relays. They are closed (1012) first, for their clients
+                // to resume, and new ones refused, until a turn renews the node again.
+                logger.warning("this node was not renewed for a lease; closing its relayed sockets until it is", metadata: ["node": "\(node)"])
+                return (state.front.follow(nil), false)
+            case .front:
+                // Once a second, a probe through the bus to the leader and back (the relay's
+                // round trip, switchboard_cluster_relay_round_trip_seconds).
+                if let leader = state.front.leader, state.listenerUp, ContinuousClock.now - state.lastPing >= .seconds(1) {
+                    state.lastPing = .now
+                    enqueue(&state, to: leader.node, kind: TunnelBatch.eventsKind, TunnelBatch(generation: leader.generation, ping: clock.now().nanoseconds))
+                }
+                return (state.front.tick(now: clock.now()), false)
+            case .leader:
+                guard !state.leader.nodes.isEmpty, ContinuousClock.now - state.lastNodeCheck >= checkEvery else { return ([], false) }
+                state.lastNodeCheck = .now
+                return ([], true)
+            case .switching:
+                return ([], false)
+            }
+        }
+        if !late.isEmpty { _ = local.submit(late) }
+        if check { dropDeadNodes() }
+    }
+
+    /// The leader drops the relayed connections of nodes whose lease lapsed (killed, cut off):
+    /// their sessions go into their resume window, as a lost socket's do.
+    fileprivate func dropDeadNodes() {
+        guard let liveNodes, let live = try? liveNodes() else { return }
+        let (hub, closed) = state.withLock { state -> ((any TransportEventSink)?, [TransportEvent]) in
+            guard case .leader(let hub, _) = state.role else { return (nil, []) }
+            let gone = state.leader.nodes.filter { !live.contains($0) }
+            if !gone.isEmpty { logger.notice("dropping the relayed sockets of nodes whose lease lapsed", metadata: ["nodes": "\(gone)"]) }
+            return (hub, dropNodes(&state, gone, notify: false))
+        }
+        if let hub, !closed.isEmpty { hub.transportDidReceive(closed) }
+    }
+}
