@@ -7,6 +7,11 @@ Subcommands:
           line, one JSON object.
   report  Turn the JSON lines of several runs into a markdown table of medians.
 
+Connections go to --url, a base URL, or to a comma-separated list of base URLs
+(several daemons of one cluster, e.g. a leader and the nodes relaying to it):
+connection i, in phase 1 and phase 2 alike, connects to url[i % n]. With one URL
+every connection goes to it, as before.
+
 Phase 1, steady joins. U connections, each authenticated with its own user token
 (HS256, minted here with the daemon's API secret). An open-loop pacer issues
 `call.join` (type `default`, create: true) at R per second in total, round-robin
@@ -179,10 +184,14 @@ async def connect_all(opts, count: int, client_class=CallClient) -> list[CallCli
     sem = asyncio.Semaphore(opts.connect_concurrency)
     clients = [client_class(i, f"bench-{i}") for i in range(count)]
 
+    # `calls_load.py run --url A,B,C`: connection i goes to urls[i % n] (other users of this
+    # function set only opts.url).
+    urls = getattr(opts, "urls", None) or [opts.url]
+
     async def one(client: CallClient) -> None:
         async with sem:
             token = mint_token(secret, client.user, 3600, opts.kid)
-            await client.connect(opts.url, token, opts.connect_timeout)
+            await client.connect(urls[client.index % len(urls)], token, opts.connect_timeout)
 
     outcomes = await asyncio.gather(*(one(c) for c in clients), return_exceptions=True)
     failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
@@ -816,7 +825,9 @@ def parse_args(argv: list[str]):
     """Subcommand and options."""
     p, sub = command_parser(__doc__)
     r = sub.add_parser("run", help="one run against a running daemon")
-    r.add_argument("--url", required=True, help="server base, e.g. ws://127.0.0.1:9000")
+    r.add_argument("--url", required=True,
+                   help="server base, e.g. ws://127.0.0.1:9000; or a comma-separated list of bases (the "
+                        "daemons of one cluster): connection i goes to the (i mod n)-th")
     r.add_argument("--rate", type=float, default=1000, help="joins per second in total (default 1000)")
     r.add_argument("--seconds", type=float, default=10, help="measurement window (default 10)")
     r.add_argument("--series-seconds", type=float, default=0,
@@ -842,6 +853,9 @@ def parse_args(argv: list[str]):
     q.add_argument("--binary", default="release build in .build-bench", help="the daemon binary, for the facts")
     opts = p.parse_args(argv)
     if opts.command == "run":
+        opts.urls = [url.strip().rstrip("/") for url in opts.url.split(",")]
+        if not all(opts.urls):
+            p.error("--url: a base URL, or a comma-separated list of them without empty items")
         read_secret(opts, p)
         if opts.users < 1 or opts.fanout < 0 or opts.rate <= 0 or opts.fanout_rate <= 0:
             p.error("--users, --rate and --fanout-rate must be positive, --fanout 0 or more (0: no fan-out phase)")
