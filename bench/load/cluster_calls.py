@@ -53,7 +53,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from cluster_relay import READY, RELAYING, BenchError, Node, fixtures, poll  # noqa: E402
+from cluster_relay import READY, RELAYING, BenchError, Node, bench_main, fixtures, poll  # noqa: E402
 from procstat import stat_cpu_us  # noqa: E402
 
 CONFIGS = {"1": "1 node", "3": "3 nodes (1 leads, 2 relay)"}
@@ -374,25 +374,7 @@ def parse_args(argv: list[str]):
 
 
 def main(argv: list[str]) -> int:
-    opts = parse_args(argv)
-    if opts.subcommand == "report":
-        print(report(opts.results, opts.command))
-        return 0
-
-    async def guarded() -> dict:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
-        return await run(opts)
-
-    try:
-        record = asyncio.run(guarded())
-    except BenchError as error:
-        print(f"calls-cluster: {error}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("calls-cluster: interrupted (every process started was stopped)", file=sys.stderr)
-        return 130
-    print(json.dumps(record, separators=(",", ":")))
-    return 0
+    return bench_main("calls-cluster", parse_args(argv), run, report)
 
 
 if __name__ == "__main__":

@@ -373,26 +373,31 @@ def parse_args(argv: list[str]):
     return opts
 
 
-def main(argv: list[str]) -> int:
-    opts = parse_args(argv)
+def bench_main(name: str, opts, run_bench, render) -> int:
+    """A cluster driver's command line (this one's, cluster_calls.py's): ``report`` prints ``render``'s
+    table; ``run`` runs ``run_bench`` (SIGTERM cancels it) and prints its record as a JSON line."""
     if opts.subcommand == "report":
-        print(report(opts.results, opts.command))
+        print(render(opts.results, opts.command))
         return 0
 
     async def guarded() -> dict:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
-        return await run(opts)
+        return await run_bench(opts)
 
     try:
         record = asyncio.run(guarded())
     except BenchError as error:
-        print(f"relay-cluster: {error}", file=sys.stderr)
+        print(f"{name}: {error}", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, asyncio.CancelledError):
-        print("relay-cluster: interrupted (every process started was stopped)", file=sys.stderr)
+        print(f"{name}: interrupted (every process started was stopped)", file=sys.stderr)
         return 130
     print(json.dumps(record, separators=(",", ":")))
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return bench_main("relay-cluster", parse_args(argv), run, report)
 
 
 if __name__ == "__main__":
