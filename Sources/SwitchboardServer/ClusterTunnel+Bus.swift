@@ -96,6 +96,14 @@ extension ClusterTunnel {
         return output.local
     }
 
+    /// A front not renewed for nearly a lease: its sockets are cut (1012) and the leader told
+    /// they closed (it frees them, unless it dropped them already with the node's lapsed lease),
+    /// and it follows nobody until a turn renews it again.
+    func cutOffUnrenewed(_ state: inout State) -> [OutboundCommand] {
+        let commands = resetFront(&state)
+        return commands + state.front.follow(nil)
+    }
+
     /// Drops `nodes`' relayed connections; with `notify`, tells each node to close them (1012).
     fileprivate func dropNodes(_ state: inout State, _ nodes: [String], notify: Bool) -> [TransportEvent] {
         guard case .leader(_, let generation) = state.role else { return [] }
@@ -168,7 +176,7 @@ extension ClusterTunnel {
                 // drops the sockets it relays. They are closed (1012) first, for their clients
                 // to resume, and new ones refused, until a turn renews the node again.
                 logger.warning("this node was not renewed for a lease; closing its relayed sockets until it is", metadata: ["node": "\(node)"])
-                return (state.front.follow(nil), false)
+                return (cutOffUnrenewed(&state), false)
             case .front:
                 // Once a second, a probe through the bus to the leader and back (the relay's
                 // round trip, switchboard_cluster_relay_round_trip_seconds).

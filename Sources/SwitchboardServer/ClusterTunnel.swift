@@ -163,7 +163,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
             guard ContinuousClock.now - renewedAt < unrenewedLimit else {
                 // The turn itself took nearly a lease: this node's lease may have lapsed before
                 // it was renewed, and the leader dropped what it relays. As when no turn comes.
-                return state.front.follow(nil)
+                return cutOffUnrenewed(&state)
             }
             state.confirmed = max(state.confirmed, renewedAt)
             state.leaderLapsed = lapsed
