@@ -71,7 +71,7 @@ extension PostgresStore: SFUStore {
 
     public func failover(down: SFUID, moves: [PlacementRecord], webhooks: [CallMutation]) throws {
         try CallMutation.validate(webhooks)
-        let statements = try (moves.map(CallMutation.savePlacement) + webhooks).flatMap(Self.statements)
+        let statements = try Self.statements(moves.map(CallMutation.savePlacement) + webhooks)
         var sfu = PostgresBindings()
         sfu.append(down.rawValue)
         try write { connection in

@@ -110,6 +110,41 @@ extension CallStoreContract {
         XCTAssertEqual(try store.callDetail(cid("c1"), eventLimit: 10)?.events, [event("c1", 1), event("c1", 1), event("c1", 2)])
     }
 
+    /// A batch the size of a busy commit (a call hub's batch holds dozens of joins): calls,
+    /// members, sessions, connections and events interleaved, keys saved and deleted several
+    /// times over. What is stored is what running the batch row by row would leave.
+    func aLargeInterleavedBatchLeavesWhatItsLastWritesSay() throws {
+        let store = try makeStore()
+        var batch: [CallMutation] = []
+        for i in 0..<120 {
+            let id = "big\(i % 40)"
+            var record = call(id, at: i % 40)
+            record.session = i / 40 + 1
+            batch += [
+                .saveCall(record), .saveMember(member(id, "u\(i)", state: i.isMultiple(of: 2) ? .ringing : .accepted)),
+                .saveSession(session("s-\(i % 60)", id, "u\(i)", left: i >= 60)), .appendEvent(event(id, i)),
+                .saveConnection(connection("k-\(i % 30)", "u\(i)")),
+            ]
+            if i % 3 == 0 { batch.append(.deleteConnection(ClientConnectionID("k-\(i % 30)"))) }
+        }
+        try store.apply(batch)
+
+        for n in [0, 17, 39] {
+            let loaded = try XCTUnwrap(try store.loadCall(cid("big\(n)")))
+            XCTAssertEqual(loaded.call.session, 3, "the last of the three saves of big\(n)")
+            XCTAssertEqual(loaded.members.map(\.userID.rawValue).sorted(), ["u\(n)", "u\(n + 40)", "u\(n + 80)"].sorted())
+            let events = try XCTUnwrap(try store.callDetail(cid("big\(n)"), eventLimit: 10)?.events)
+            XCTAssertEqual(events, [event("big\(n)", n), event("big\(n)", n + 40), event("big\(n)", n + 80)], "append order")
+        }
+        let state = try store.loadLiveState()
+        // Sessions s-0…s-59 were saved twice; the second save (i ≥ 60) left each one.
+        XCTAssertEqual(state.sessions, [])
+        // k-j was last written by i = 90 + j: saved, then deleted when that i is a multiple of 3.
+        let kept = (0..<30).filter { !(90 + $0).isMultiple(of: 3) }.map { "k-\($0)" }
+        XCTAssertEqual(state.connections.map(\.id.rawValue).sorted(), kept.sorted())
+        XCTAssertEqual(state.connections.first { $0.id.rawValue == "k-1" }?.userID.rawValue, "u91")
+    }
+
     /// Rows of one call need no call row, and a call needs none of its rows: a batch commits in any order.
     func rowsOfACallThatIsNotStoredAreKept() throws {
         let store = try makeStore()

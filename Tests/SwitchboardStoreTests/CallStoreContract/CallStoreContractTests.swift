@@ -15,6 +15,7 @@ protocol CallStoreContractCases {
     func test_savesUpsertInPlaceAndDeleteConnectionRemovesIt() throws
     func test_aSessionSavedUnderAnotherCallMovesToIt() throws
     func test_mutationsApplyInBatchOrder() throws
+    func test_aLargeInterleavedBatchLeavesWhatItsLastWritesSay() throws
     func test_rowsOfACallThatIsNotStoredAreKept() throws
     func test_aNULInAFreeTextFieldRefusesTheWholeBatch() throws
     func test_placementsCommitWithTheirBatchAndGoWithIt() throws
@@ -65,6 +66,7 @@ final class SQLiteCallStoreContractTests: XCTestCase, CallStoreContractCases {
     func test_savesUpsertInPlaceAndDeleteConnectionRemovesIt() throws { try contract.savesUpsertInPlaceAndDeleteConnectionRemovesIt() }
     func test_aSessionSavedUnderAnotherCallMovesToIt() throws { try contract.aSessionSavedUnderAnotherCallMovesToIt() }
     func test_mutationsApplyInBatchOrder() throws { try contract.mutationsApplyInBatchOrder() }
+    func test_aLargeInterleavedBatchLeavesWhatItsLastWritesSay() throws { try contract.aLargeInterleavedBatchLeavesWhatItsLastWritesSay() }
     func test_rowsOfACallThatIsNotStoredAreKept() throws { try contract.rowsOfACallThatIsNotStoredAreKept() }
     func test_aNULInAFreeTextFieldRefusesTheWholeBatch() throws { try contract.aNULInAFreeTextFieldRefusesTheWholeBatch() }
     func test_placementsCommitWithTheirBatchAndGoWithIt() throws { try contract.placementsCommitWithTheirBatchAndGoWithIt() }
@@ -118,6 +120,7 @@ final class SQLiteDirectCallStoreContractTests: XCTestCase, CallStoreContractCas
     func test_savesUpsertInPlaceAndDeleteConnectionRemovesIt() throws { try contract.savesUpsertInPlaceAndDeleteConnectionRemovesIt() }
     func test_aSessionSavedUnderAnotherCallMovesToIt() throws { try contract.aSessionSavedUnderAnotherCallMovesToIt() }
     func test_mutationsApplyInBatchOrder() throws { try contract.mutationsApplyInBatchOrder() }
+    func test_aLargeInterleavedBatchLeavesWhatItsLastWritesSay() throws { try contract.aLargeInterleavedBatchLeavesWhatItsLastWritesSay() }
     func test_rowsOfACallThatIsNotStoredAreKept() throws { try contract.rowsOfACallThatIsNotStoredAreKept() }
     func test_aNULInAFreeTextFieldRefusesTheWholeBatch() throws { try contract.aNULInAFreeTextFieldRefusesTheWholeBatch() }
     func test_placementsCommitWithTheirBatchAndGoWithIt() throws { try contract.placementsCommitWithTheirBatchAndGoWithIt() }
@@ -168,6 +171,7 @@ final class InMemoryCallStoreContractTests: XCTestCase, CallStoreContractCases {
     func test_savesUpsertInPlaceAndDeleteConnectionRemovesIt() throws { try contract.savesUpsertInPlaceAndDeleteConnectionRemovesIt() }
     func test_aSessionSavedUnderAnotherCallMovesToIt() throws { try contract.aSessionSavedUnderAnotherCallMovesToIt() }
     func test_mutationsApplyInBatchOrder() throws { try contract.mutationsApplyInBatchOrder() }
+    func test_aLargeInterleavedBatchLeavesWhatItsLastWritesSay() throws { try contract.aLargeInterleavedBatchLeavesWhatItsLastWritesSay() }
     func test_rowsOfACallThatIsNotStoredAreKept() throws { try contract.rowsOfACallThatIsNotStoredAreKept() }
     func test_aNULInAFreeTextFieldRefusesTheWholeBatch() throws { try contract.aNULInAFreeTextFieldRefusesTheWholeBatch() }
     func test_placementsCommitWithTheirBatchAndGoWithIt() throws { try contract.placementsCommitWithTheirBatchAndGoWithIt() }
@@ -219,6 +223,7 @@ final class PostgresCallStoreContractTests: XCTestCase, CallStoreContractCases {
     func test_savesUpsertInPlaceAndDeleteConnectionRemovesIt() throws { try contract.savesUpsertInPlaceAndDeleteConnectionRemovesIt() }
     func test_aSessionSavedUnderAnotherCallMovesToIt() throws { try contract.aSessionSavedUnderAnotherCallMovesToIt() }
     func test_mutationsApplyInBatchOrder() throws { try contract.mutationsApplyInBatchOrder() }
+    func test_aLargeInterleavedBatchLeavesWhatItsLastWritesSay() throws { try contract.aLargeInterleavedBatchLeavesWhatItsLastWritesSay() }
     func test_rowsOfACallThatIsNotStoredAreKept() throws { try contract.rowsOfACallThatIsNotStoredAreKept() }
     func test_aNULInAFreeTextFieldRefusesTheWholeBatch() throws { try contract.aNULInAFreeTextFieldRefusesTheWholeBatch() }
     func test_placementsCommitWithTheirBatchAndGoWithIt() throws { try contract.placementsCommitWithTheirBatchAndGoWithIt() }
