@@ -24,7 +24,9 @@ extension ClusterTunnel {
                     if let ping = batch.ping {
                         enqueue(&state, to: message.from, kind: TunnelBatch.commandsKind, TunnelBatch(generation: generation, pong: ping))
                     }
-                    return (hub, state.leader.inbound(from: message.from, batch.events))
+                    let mapped = state.leader.inbound(from: message.from, batch.events, reports: batch.reports)
+                    sendReports(&state)
+                    return (hub, mapped)
                 case .switching:
                     // Taking the lead, hubs not attached yet: the front hears its sockets and
                     // requests refused (1013, 503) rather than waiting on them.
@@ -39,14 +41,15 @@ extension ClusterTunnel {
             }
             if let hub, !mapped.isEmpty { hub.transportDidReceive(mapped) }
         case TunnelBatch.commandsKind:
-            let commands = state.withLock { state -> [OutboundCommand] in
-                guard case .front = state.role else { return [] }
+            let output = state.withLock { state -> TunnelFront.Output in
+                guard case .front = state.role else { return TunnelFront.Output() }
                 if let pong = batch.pong, state.front.leader == TunnelFront.Leader(node: message.from, generation: batch.generation) {
                     roundTrip.recordNanoseconds(clock.now().nanoseconds - pong)
                 }
                 return state.front.fromLeader(batch, node: message.from)
             }
-            if !commands.isEmpty { _ = local.submit(commands) }
+            if !output.local.isEmpty { _ = local.submit(output.local) }
+            if !output.handled.isEmpty { local.processed(output.handled) }
         default:
             logger.warning("dropped a bus message of an unknown kind", metadata: ["from": "\(message.from)", "kind": "\(message.kind)"])
         }
@@ -121,12 +124,23 @@ extension ClusterTunnel {
         return closed
     }
 
+    /// A leader tells each relaying node how many of its sockets' messages the hubs handled.
+    func sendReports(_ state: inout State) {
+        guard case .leader(_, let generation) = state.role, !state.leader.reports.isEmpty else { return }
+        for (node, handled) in state.leader.takeReports() {
+            enqueue(&state, to: node, kind: TunnelBatch.commandsKind, TunnelBatch(generation: generation, handled: handled))
+        }
+    }
+
     /// Queues `batch` for `node`, in order after what was queued before (one outbox per node).
+    /// A leader's batches say it reports handled messages (``TunnelBatch/reports``).
     func enqueue(_ state: inout State, to node: String, kind: String, _ batch: TunnelBatch, onSent: (@Sendable () -> Void)? = nil) {
         guard !state.stopped else {
             onSent?()
             return
         }
+        var batch = batch
+        if kind == TunnelBatch.commandsKind, case .leader = state.role { batch.reports = true }
         if let outbox = state.outboxes[node] {
             outbox.enqueue(kind: kind, batch, onSent: onSent)
             return

@@ -208,15 +208,20 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
             }
             relayed.append(event)
         }
-        // The batch's messages count against their sockets' inbound limit until the bus took
-        // them: a socket that sends faster than the bus carries is paused by the transport.
-        let release: @Sendable () -> Void = { [local] in local.processed(events) }
+        // The batch's messages count against their sockets' inbound limit until the leader's
+        // hubs handled them (or, with a leader that does not report, until the bus took them):
+        // a socket that sends faster than the leader works is paused by this node's transport.
         let output = state.withLock { state -> TunnelFront.Output in
             switch state.role {
             case .front:
                 let output = state.draining
                     ? TunnelFront.draining(relayed, into: &state.front, now: clock.now()) : state.front.received(relayed, now: clock.now())
-                if let (leader, batch) = output.toLeader { enqueue(&state, to: leader.node, kind: TunnelBatch.eventsKind, batch, onSent: release) }
+                if let (leader, batch) = output.toLeader {
+                    let onSend = output.handledOnSend
+                    var release: (@Sendable () -> Void)?
+                    if !onSend.isEmpty { release = { [local] in local.processed(onSend) } }
+                    enqueue(&state, to: leader.node, kind: TunnelBatch.eventsKind, batch, onSent: release)
+                }
                 return output
             default:
                 return TunnelFront.refusingAll(relayed)
@@ -225,7 +230,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         if let batch = output.toLeader?.batch { forwarded.increment(by: batch.events.count) }
         commands += output.local
         _ = local.submit(commands)
-        if output.toLeader == nil { release() }
+        if !output.handled.isEmpty { local.processed(output.handled) }
     }
 
     // MARK: - OutboundTransport (the leader's hubs)
@@ -244,8 +249,15 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         return own.isEmpty ? [] : local.submit(own)
     }
 
+    /// The hubs handled `events`: this node's transport is told of its own; the relaying nodes
+    /// hear of theirs (``TunnelLeader/handled(_:)``).
     func processed(_ events: [TransportEvent]) {
+        guard events.contains(where: { TunnelLeader.isRelayed($0.connection) }) else { return local.processed(events) }
         local.processed(events.filter { !TunnelLeader.isRelayed($0.connection) })
+        state.withLock { state in
+            state.leader.handled(events)
+            sendReports(&state)
+        }
     }
 }
 

@@ -83,7 +83,8 @@ final class TunnelOutbox: Sendable {
     /// limit, since a message over it goes by reference, which costs several round trips.
     static let mergeLimit = PostgresBus.inlineLimit * 3 / 4
 
-    /// Consecutive items of one kind and generation as one (their events and commands in order),
+    /// Consecutive items of one kind, generation and ``TunnelBatch/reports`` as one (their events
+    /// and commands in order, their handled counts added up),
     /// while the merged batch stays under ``mergeLimit`` (roughly: frames as their bytes, plus
     /// the fields around each).
     static func merged(_ items: [Item]) -> [Item] {
@@ -92,10 +93,12 @@ final class TunnelOutbox: Sendable {
         for item in items {
             let weight = Self.weight(item.batch)
             if let last = out.last, last.kind == item.kind, last.batch.generation == item.batch.generation, size + weight <= mergeLimit,
-                !last.batch.probes, !item.batch.probes
+                !last.batch.probes, !item.batch.probes,
+                last.batch.reports == item.batch.reports
             {
                 out[out.count - 1].batch.events += item.batch.events
                 out[out.count - 1].batch.commands += item.batch.commands
+                out[out.count - 1].batch.handled.merge(item.batch.handled, uniquingKeysWith: +)
                 out[out.count - 1].onSent += item.onSent
                 size += weight
             } else {
@@ -115,7 +118,7 @@ final class TunnelOutbox: Sendable {
             case .closed: total + 32
             }
         }
-        return batch.commands.reduce(events) { total, command in
+        return batch.commands.reduce(events + batch.handled.count * 24) { total, command in
             switch command {
             case .send(_, let bytes), .sendBinary(_, let bytes): total + bytes.count + 48
             case .respond(_, let response): total + response.body.count + 256

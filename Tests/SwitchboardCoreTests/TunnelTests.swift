@@ -72,7 +72,7 @@ final class TunnelFrontTests: XCTestCase {
         XCTAssertEqual(output.toLeader?.batch, TunnelBatch(generation: 4, events: [.closed(local(1))]))
         XCTAssertEqual(front.sockets, [local(2)])
         assertNothing(front.received([.message(local(1), frame, isBinary: false), .closed(local(1))], now: time(6)))
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.send(local(1), frame)]), node: "node-a"), [])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.send(local(1), frame)]), node: "node-a").local, [])
     }
 
     func test_anotherLeaderCutsSocketsWith1012AndAnswersPendingRequests503() throws {
@@ -88,10 +88,10 @@ final class TunnelFrontTests: XCTestCase {
 
         // The old leader's commands are dropped, whatever generation they claim.
         let old = [OutboundCommand.send(local(1), frame), .close(local(3), .normal, reason: "bye"), .respond(local(2), HTTPResponse(status: 200))]
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: old), node: "node-a"), [])
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 5, commands: old), node: "node-a"), [])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: old), node: "node-a").local, [])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 5, commands: old), node: "node-a").local, [])
         // The new leader never had them either.
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 5, commands: old), node: "node-b"), [])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 5, commands: old), node: "node-b").local, [])
         // A cut socket's later events go to nobody; new sockets go to the new leader.
         let output = front.received([.message(local(1), frame, isBinary: false), .closed(local(3)), .opened(local(4), upgrade)], now: time(10))
         XCTAssertEqual(output.toLeader?.leader, leaderB)
@@ -107,8 +107,8 @@ final class TunnelFrontTests: XCTestCase {
         XCTAssertEqual(front.sockets, [local(1)])
         let next = TunnelFront.Leader(node: "node-a", generation: 6)
         XCTAssertEqual(front.follow(next), [.close(local(1), .serviceRestart, reason: cut)])
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.send(local(1), frame)]), node: "node-a"), [])
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 6, commands: [.send(local(1), frame)]), node: "node-a"), [])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.send(local(1), frame)]), node: "node-a").local, [])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 6, commands: [.send(local(1), frame)]), node: "node-a").local, [])
     }
 
     func test_losingTheLeaderCutsSocketsThenRefusesNewOnes() {
@@ -119,17 +119,17 @@ final class TunnelFrontTests: XCTestCase {
         let output = front.received([.opened(local(2), upgrade), .request(local(3), get)], now: time(1))
         XCTAssertNil(output.toLeader)
         XCTAssertEqual(output.local, [.close(local(2), .tryAgainLater, reason: "no leading node is reachable"), .respond(local(3), noLeader)])
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.send(local(1), frame)]), node: "node-a"), [])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.send(local(1), frame)]), node: "node-a").local, [])
     }
 
     func test_fromLeader_dropsABatchOfAnotherGenerationOrNode() {
         var front = following(leaderA)
         _ = front.received([.opened(local(1), upgrade)], now: time(0))
         let commands = [OutboundCommand.send(local(1), frame)]
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 3, commands: commands), node: "node-a"), [])
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 5, commands: commands), node: "node-a"), [])
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: commands), node: "node-b"), [])
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: commands), node: "node-a"), commands)
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 3, commands: commands), node: "node-a").local, [])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 5, commands: commands), node: "node-a").local, [])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: commands), node: "node-b").local, [])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: commands), node: "node-a").local, commands)
     }
 
     func test_fromLeader_passesSendsAndClosesOnlyForKnownSockets() {
@@ -138,7 +138,7 @@ final class TunnelFrontTests: XCTestCase {
         let known: [OutboundCommand] = [.send(local(1), frame), .sendBinary(local(1), [0, 1]), .close(local(1), .normal, reason: "bye")]
         let unknown: [OutboundCommand] = [.send(local(9), frame), .sendBinary(local(9), [2]), .close(local(9), .normal, reason: ""), .send(local(2), frame)]
         let batch = TunnelBatch(generation: 4, commands: [unknown[0], known[0], unknown[1], known[1], unknown[2], unknown[3], known[2]])
-        XCTAssertEqual(front.fromLeader(batch, node: "node-a"), known)
+        XCTAssertEqual(front.fromLeader(batch, node: "node-a").local, known)
         XCTAssertEqual(front.pending.keys.sorted(), [local(2)])
     }
 
@@ -148,8 +148,8 @@ final class TunnelFrontTests: XCTestCase {
         let ok = HTTPResponse.json(200, Array(#"{"id":"p"}"#.utf8))
         let batch = TunnelBatch(
             generation: 4, commands: [.respond(local(2), ok), .respond(local(2), HTTPResponse(status: 500)), .respond(local(1), ok), .respond(local(7), ok)])
-        XCTAssertEqual(front.fromLeader(batch, node: "node-a"), [.respond(local(2), ok)])
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.respond(local(2), ok)]), node: "node-a"), [])
+        XCTAssertEqual(front.fromLeader(batch, node: "node-a").local, [.respond(local(2), ok)])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.respond(local(2), ok)]), node: "node-a").local, [])
         XCTAssertEqual(front.pending, [:])
         XCTAssertEqual(front.tick(now: time(60_000)), [])
     }
@@ -169,10 +169,10 @@ final class TunnelFrontTests: XCTestCase {
         XCTAssertEqual(front.tick(now: time(2_500)), [])
         XCTAssertEqual(front.pending, [local(3): time(3_500), local(2): time(3_500)])
         // The leader's late answer is dropped: the client has its 504.
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.respond(local(5), HTTPResponse(status: 200))]), node: "node-a"), [])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.respond(local(5), HTTPResponse(status: 200))]), node: "node-a").local, [])
         // An answer in time cancels the timeout.
         XCTAssertEqual(
-            front.fromLeader(TunnelBatch(generation: 4, commands: [.respond(local(3), HTTPResponse(status: 200))]), node: "node-a"),
+            front.fromLeader(TunnelBatch(generation: 4, commands: [.respond(local(3), HTTPResponse(status: 200))]), node: "node-a").local,
             [.respond(local(3), HTTPResponse(status: 200))])
         XCTAssertEqual(front.tick(now: time(9_000)), [.respond(local(2), response)])
         XCTAssertEqual(front.pending, [:])
@@ -189,11 +189,11 @@ final class TunnelFrontTests: XCTestCase {
         XCTAssertEqual(front.leader, leaderA)
         XCTAssertEqual(front.sockets, [])
         XCTAssertEqual(front.pending, [:])
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.send(local(1), frame)]), node: "node-a"), [])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.send(local(1), frame)]), node: "node-a").local, [])
         let output = front.received([.message(local(1), frame, isBinary: false), .opened(local(3), upgrade)], now: time(1))
         XCTAssertEqual(output.toLeader?.leader, leaderA)
         XCTAssertEqual(output.toLeader?.batch, TunnelBatch(generation: 4, events: [.opened(local(3), upgrade)]))
-        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.send(local(3), frame)]), node: "node-a"), [.send(local(3), frame)])
+        XCTAssertEqual(front.fromLeader(TunnelBatch(generation: 4, commands: [.send(local(3), frame)]), node: "node-a").local, [.send(local(3), frame)])
         XCTAssertEqual(front.follow(leaderA), [])
 
         var idle = TunnelFront()

@@ -78,6 +78,25 @@ final class TunnelOutboxTests: XCTestCase {
              TunnelBatch(generation: 1, events: [.closed(id(2)), .closed(id(3))])])
     }
 
+    /// Handled counts add up when batches merge; a relaying node's batches that ask for reports
+    /// never merge with ones that do not (the leader would report the earlier ones' messages,
+    /// already counted handled when sent).
+    func test_mergedBatchesAddUpHandledCountsAndKeepReportsApart() {
+        let items = [
+            TunnelOutbox.Item(kind: TunnelBatch.commandsKind, batch: TunnelBatch(generation: 1, reports: true, handled: [id(1): 2])),
+            TunnelOutbox.Item(kind: TunnelBatch.commandsKind, batch: TunnelBatch(generation: 1, commands: [.send(id(1), frame(1))], reports: true, handled: [id(1): 1, id(2): 4])),
+            TunnelOutbox.Item(kind: TunnelBatch.eventsKind, batch: TunnelBatch(generation: 1, events: [.message(id(1), frame(2), isBinary: false)])),
+            TunnelOutbox.Item(kind: TunnelBatch.eventsKind, batch: TunnelBatch(generation: 1, events: [.message(id(1), frame(3), isBinary: false)], reports: true)),
+        ]
+        XCTAssertEqual(
+            TunnelOutbox.merged(items).map(\.batch),
+            [
+                TunnelBatch(generation: 1, commands: [.send(id(1), frame(1))], reports: true, handled: [id(1): 3, id(2): 4]),
+                TunnelBatch(generation: 1, events: [.message(id(1), frame(2), isBinary: false)]),
+                TunnelBatch(generation: 1, events: [.message(id(1), frame(3), isBinary: false)], reports: true),
+            ])
+    }
+
     func test_aRefusedSendIsReportedAndTheNextOneStillGoes() async {
         let bus = Bus()
         bus.refuse.withLock { $0 = true }

@@ -97,6 +97,11 @@ class CallClient:
                 self._cond.wait(left)
             return self._answers.pop(rid)
 
+    def answered(self) -> list[Any]:
+        """The ids of the answers received and not taken by ``request``, in arrival order."""
+        with self._cond:
+            return list(self._answers)
+
     def ok(self, kind: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
         """A request that must succeed; its ``data``."""
         answer = self.request(kind, data)

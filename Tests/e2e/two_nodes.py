@@ -20,7 +20,8 @@ Both daemons get the same options:
 - with ``demo=True`` those of ``browser_harness.demo_daemon`` (``serve --dev``): the demo's API
   secret, ``/sdk/`` and ``/demo/`` from this checkout, ``http.demo`` and ``auth.dev_tokens`` on
   (what ``--dev`` sets);
-- ``config``: extra keys, dotted names written with ``_`` (``call_types_ringing_incoming_timeout_ms``).
+- ``config``: extra keys, dotted names written with ``_`` (``call_types_ringing_incoming_timeout_ms``); they
+  override the store keys above too (``store_postgres_lease_ms``).
 
 A :class:`Node` has what the single-daemon tests use of conftest's ``Switchboard`` (``port``,
 ``http_base``, ``ws_url``). At teardown the daemons are stopped (SIGTERM by PID, exit code 0
@@ -131,7 +132,7 @@ def start_pair(daemons: Daemons, url: str, tmp_path: Path, demo: bool = False, *
     started = []
     for i, name in enumerate(("leader", "relay")):
         started.append(daemons.start({}, state_dir=tmp_path / name, ports=(ports[2 * i], ports[2 * i + 1]),
-                                     wait=(name == "leader"), **store, **options))
+                                     wait=(name == "leader"), **{**store, **options}))
     leader, relay = started
     assert "switchboard ready" in leader.output() and leader.port == ports[0], leader.output()
     leader_id = leader.admin_ok("GET", "/v1/nodes")["leader"]

@@ -14,13 +14,16 @@ extension TunnelFront {
     public static func draining(_ events: [TransportEvent], into front: inout TunnelFront, now: MonotonicTime) -> Output {
         var refused: [OutboundCommand] = []
         var kept: [TransportEvent] = []
+        var dropped: [TransportEvent] = []
         var closing = Set<ConnectionID>()
         for event in events {
             switch event {
             case .opened(let id, _):
                 closing.insert(id)
                 refused.append(.close(id, .goingAway, reason: "server is draining"))
-            case .message(let id, _, _) where closing.contains(id), .closed(let id) where closing.contains(id):
+            case .message(let id, _, _) where closing.contains(id):
+                dropped.append(event)
+            case .closed(let id) where closing.contains(id):
                 continue
             default:
                 kept.append(event)
@@ -28,6 +31,7 @@ extension TunnelFront {
         }
         var output = front.received(kept, now: now)
         output.local = refused + output.local
+        output.handled = dropped + output.handled
         return output
     }
 }

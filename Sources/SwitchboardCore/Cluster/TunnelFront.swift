@@ -1,3 +1,5 @@
+import DequeModule
+
 /// A relaying node's side of the tunnel (ADR 0012): a node that does not lead still takes
 /// clients' sockets and HTTP requests, hands their events to the leading node and carries out
 /// the commands it sends back. Pure: the daemon feeds it transport events, the leader it
@@ -12,6 +14,10 @@
 /// - A request the leader leaves unanswered past ``requestTimeout`` is answered 504.
 /// - A socket's `closed` reaches the leader it was relayed to, so the leader's hubs free it; a
 ///   socket cut off by ``reset()`` (same leader) is reported closed at once.
+/// - Flow control: a socket's messages count against its inbound limit in this node's transport
+///   until the leader's hubs handled them (``Output/handled``), so a client that sends faster
+///   than the leader works is paused at its own socket, as on the leader. A leader of an older
+///   build reports nothing; with it they count only until the bus took them.
 public struct TunnelFront: Sendable {
     /// The leading node this one relays to, and the leadership's generation.
     public struct Leader: Sendable, Equatable, Hashable {
@@ -28,9 +34,16 @@ public struct TunnelFront: Sendable {
     public struct Output: Sendable, Equatable {
         public var toLeader: (leader: Leader, batch: TunnelBatch)?
         public var local: [OutboundCommand] = []
+        /// Messages the transport may count handled now.
+        public var handled: [TransportEvent] = []
+        /// Messages the transport may count handled once the bus took ``toLeader``'s batch.
+        public var handledOnSend: [TransportEvent] = []
+
+        public init() {}
 
         public static func == (lhs: Output, rhs: Output) -> Bool {
             lhs.toLeader?.leader == rhs.toLeader?.leader && lhs.toLeader?.batch == rhs.toLeader?.batch && lhs.local == rhs.local
+                && lhs.handled == rhs.handled && lhs.handledOnSend == rhs.handledOnSend
         }
     }
 
@@ -43,6 +56,10 @@ public struct TunnelFront: Sendable {
     /// Requests relayed to ``leader`` and their deadlines.
     public private(set) var pending: [ConnectionID: MonotonicTime] = [:]
     public let requestTimeout: Duration
+    /// Whether ``leader`` reports the messages its hubs handled (``TunnelBatch/reports``).
+    public private(set) var leaderReports = false
+    /// Per socket, the messages relayed to a reporting leader and not yet reported handled, oldest first.
+    private var unreported: [ConnectionID: Deque<TransportEvent>] = [:]
 
     public init(requestTimeout: Duration = .seconds(10)) {
         self.requestTimeout = requestTimeout
@@ -62,8 +79,14 @@ public struct TunnelFront: Sendable {
                 sockets.insert(id)
                 relayed.append(event)
             case .message(let id, _, _):
-                if sockets.contains(id) { relayed.append(event) }
+                guard sockets.contains(id) else {
+                    output.handled.append(event)
+                    continue
+                }
+                relayed.append(event)
+                if leaderReports { unreported[id, default: []].append(event) } else { output.handledOnSend.append(event) }
             case .closed(let id):
+                unreported[id] = nil
                 if sockets.remove(id) != nil { relayed.append(event) }
             case .request(let id, _):
                 guard leader != nil, !paused else {
@@ -75,7 +98,10 @@ public struct TunnelFront: Sendable {
             }
         }
         if let leader, !relayed.isEmpty {
-            output.toLeader = (leader, TunnelBatch(generation: leader.generation, events: relayed))
+            output.toLeader = (leader, TunnelBatch(generation: leader.generation, events: relayed, reports: leaderReports))
+        } else {
+            output.handled += output.handledOnSend
+            output.handledOnSend = []
         }
         return output
     }
@@ -85,6 +111,8 @@ public struct TunnelFront: Sendable {
     public mutating func follow(_ next: Leader?) -> [OutboundCommand] {
         guard next != leader else { return [] }
         leader = next
+        leaderReports = false
+        unreported = [:]
         var commands: [OutboundCommand] = sockets.sorted().map { .close($0, .serviceRestart, reason: "the leading node changed; reconnect") }
         commands += pending.keys.sorted().map { .respond($0, SwitchboardError(.unavailable, "the leading node changed; try again").httpResponse) }
         sockets = []
@@ -105,11 +133,21 @@ public struct TunnelFront: Sendable {
         return output
     }
 
-    /// The leader's commands for this node's sockets; a batch of another generation, or from a
-    /// node that does not lead, is dropped (`[]`).
-    public mutating func fromLeader(_ batch: TunnelBatch, node: String) -> [OutboundCommand] {
-        guard let leader, leader.node == node, leader.generation == batch.generation else { return [] }
-        return batch.commands.filter { command in
+    /// The leader's commands for this node's sockets (``Output/local``) and the messages it
+    /// reports handled (``Output/handled``); a batch of another generation, or from a node that
+    /// does not lead, is dropped.
+    public mutating func fromLeader(_ batch: TunnelBatch, node: String) -> Output {
+        guard let leader, leader.node == node, leader.generation == batch.generation else { return Output() }
+        var output = Output()
+        if batch.reports { leaderReports = true }
+        for (id, count) in batch.handled.sorted(by: { $0.key < $1.key }) {
+            guard var waiting = unreported[id] else { continue }
+            let taken = min(count, waiting.count)
+            output.handled += waiting.prefix(taken)
+            waiting.removeFirst(taken)
+            unreported[id] = waiting.isEmpty ? nil : waiting
+        }
+        output.local = batch.commands.filter { command in
             switch command {
             case .respond(let id, _):
                 return pending.removeValue(forKey: id) != nil
@@ -117,6 +155,7 @@ public struct TunnelFront: Sendable {
                 return sockets.contains(id)
             }
         }
+        return output
     }
 
     /// Answers 504 the requests the leader left unanswered past their deadline.

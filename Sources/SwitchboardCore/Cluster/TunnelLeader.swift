@@ -22,6 +22,11 @@ public struct TunnelLeader: Sendable {
     /// The relayed ids of each node.
     private var ofNode: [String: Set<ConnectionID>] = [:]
     private var serial: UInt64 = 0
+    /// Per relayed socket, messages of batches that asked for no report, not yet handled (they
+    /// come first: a node asks for reports from some batch on, and never stops).
+    private var unasked: [ConnectionID: Int] = [:]
+    /// Handled messages not yet reported, per relaying node and its ids (``takeReports()``).
+    public private(set) var reports: [String: [ConnectionID: Int]] = [:]
 
     public init() {}
 
@@ -39,9 +44,9 @@ public struct TunnelLeader: Sendable {
     public func connections(of node: String) -> Set<ConnectionID> { ofNode[node] ?? [] }
 
     /// `node`'s events, with its ids replaced by relayed ones. An `opened` or a `request` gets a
-    /// new id; a message or a close of an unknown connection is dropped; after a `closed` the id
-    /// is forgotten.
-    public mutating func inbound(from node: String, _ events: [TransportEvent]) -> [TransportEvent] {
+    /// new id; a message or a close of an unknown connection is dropped (a message reported
+    /// handled at once when `reports` asks); after a `closed` the id is forgotten.
+    public mutating func inbound(from node: String, _ events: [TransportEvent], reports: Bool = false) -> [TransportEvent] {
         var mapped: [TransportEvent] = []
         mapped.reserveCapacity(events.count)
         for event in events {
@@ -51,7 +56,12 @@ public struct TunnelLeader: Sendable {
             case .request(let id, let request):
                 mapped.append(.request(open(Remote(node: node, connection: id), into: &mapped), request))
             case .message(let id, let bytes, let isBinary):
-                if let local = byRemote[Remote(node: node, connection: id)] { mapped.append(.message(local, bytes, isBinary: isBinary)) }
+                if let local = byRemote[Remote(node: node, connection: id)] {
+                    mapped.append(.message(local, bytes, isBinary: isBinary))
+                    if !reports { unasked[local, default: 0] += 1 }
+                } else if reports {
+                    self.reports[node, default: [:]][id, default: 0] += 1
+                }
             case .closed(let id):
                 if let local = byRemote[Remote(node: node, connection: id)] {
                     forget(local)
@@ -60,6 +70,24 @@ public struct TunnelLeader: Sendable {
             }
         }
         return mapped
+    }
+
+    /// The hubs handled `events` (a batch they were given): the relayed messages among them
+    /// whose batch asked are added to ``reports``.
+    public mutating func handled(_ events: [TransportEvent]) {
+        for case .message(let id, _, _) in events where Self.isRelayed(id) {
+            if let skip = unasked[id] {
+                unasked[id] = skip > 1 ? skip - 1 : nil
+            } else if let remote = byLocal[id] {
+                reports[remote.node, default: [:]][remote.connection, default: 0] += 1
+            }
+        }
+    }
+
+    /// The reports gathered since the last call, per relaying node.
+    public mutating func takeReports() -> [String: [ConnectionID: Int]] {
+        defer { reports = [:] }
+        return reports
     }
 
     /// Splits the hubs' commands into this node's own and, per relaying node, theirs (with their
@@ -108,6 +136,7 @@ public struct TunnelLeader: Sendable {
     }
 
     private mutating func forget(_ id: ConnectionID) {
+        unasked[id] = nil
         guard let remote = byLocal.removeValue(forKey: id) else { return }
         byRemote[remote] = nil
         ofNode[remote.node]?.remove(id)

@@ -24,13 +24,25 @@ public struct TunnelBatch: Sendable, Equatable, Codable {
     public var ping: Int64?
     /// Leader → relaying node: a ``ping`` sent back.
     public var pong: Int64?
+    /// Flow control across the bus. Leader → relaying node: this leader reports the messages its
+    /// hubs handled (``handled``); relaying node → leader: report this batch's messages. Both
+    /// ends set it, so a node of an older build, which sets nothing, is never waited for.
+    public var reports: Bool
+    /// Leader → relaying node: how many more messages of each socket (the relaying node's ids)
+    /// the leader's hubs handled, of batches that asked.
+    public var handled: [ConnectionID: Int]
 
-    public init(generation: Int64, events: [TransportEvent] = [], commands: [OutboundCommand] = [], ping: Int64? = nil, pong: Int64? = nil) {
+    public init(
+        generation: Int64, events: [TransportEvent] = [], commands: [OutboundCommand] = [], ping: Int64? = nil, pong: Int64? = nil,
+        reports: Bool = false, handled: [ConnectionID: Int] = [:]
+    ) {
         self.generation = generation
         self.events = events
         self.commands = commands
         self.ping = ping
         self.pong = pong
+        self.reports = reports
+        self.handled = handled
     }
 
     /// The batch as the JSON text of a bus message body.
@@ -48,7 +60,9 @@ public struct TunnelBatch: Sendable, Equatable, Codable {
         }
     }
 
-    enum CodingKeys: String, CodingKey { case generation = "g", events = "e", commands = "c", ping = "pi", pong = "po" }
+    enum CodingKeys: String, CodingKey {
+        case generation = "g", events = "e", commands = "c", ping = "pi", pong = "po", reports = "r", handled = "h"
+    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -57,6 +71,14 @@ public struct TunnelBatch: Sendable, Equatable, Codable {
         commands = try container.decodeIfPresent([OutboundCommand].self, forKey: .commands) ?? []
         ping = try container.decodeIfPresent(Int64.self, forKey: .ping)
         pong = try container.decodeIfPresent(Int64.self, forKey: .pong)
+        reports = try container.decodeIfPresent(Bool.self, forKey: .reports) ?? false
+        handled = [:]
+        for pair in try container.decodeIfPresent([[UInt64]].self, forKey: .handled) ?? [] {
+            guard pair.count == 2, pair[1] > 0, pair[1] <= UInt64(Int.max) else {
+                throw DecodingError.dataCorruptedError(forKey: .handled, in: container, debugDescription: "handled is [connection, count] pairs")
+            }
+            handled[ConnectionID(rawValue: pair[0]), default: 0] += Int(pair[1])
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -66,6 +88,10 @@ public struct TunnelBatch: Sendable, Equatable, Codable {
         if !commands.isEmpty { try container.encode(commands, forKey: .commands) }
         try container.encodeIfPresent(ping, forKey: .ping)
         try container.encodeIfPresent(pong, forKey: .pong)
+        if reports { try container.encode(true, forKey: .reports) }
+        if !handled.isEmpty {
+            try container.encode(handled.sorted { $0.key < $1.key }.map { [$0.key.rawValue, UInt64($0.value)] }, forKey: .handled)
+        }
     }
 }
 
