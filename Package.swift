@@ -278,9 +278,10 @@ let package = Package(
         .testTarget(
             name: "SwitchboardServerTests",
             dependencies: [
-                "SwitchboardServer", "SwitchboardCore", "SwitchboardTransport",
+                "SwitchboardServer", "SwitchboardCore", "SwitchboardTransport", "SwitchboardTesting",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),

@@ -20,22 +20,9 @@ import Synchronization
 ///
 /// Each bus has its own two connections: one that listens (a listening connection must not be
 /// busy with other statements) and one that sends.
-public final class PostgresBus: Sendable {
-    /// One message: its id (unique per sender; duplicates are dropped), the sending node, what it
-    /// is (for the receiver's dispatch) and its body (usually JSON).
-    public struct Message: Sendable, Equatable, Codable {
-        public var id: String
-        public var from: String
-        public var kind: String
-        public var body: String
-
-        public init(id: String, from: String, kind: String, body: String) {
-            self.id = id
-            self.from = from
-            self.kind = kind
-            self.body = body
-        }
-    }
+public final class PostgresBus: NodeBus {
+    /// One message (``NodeMessage``).
+    public typealias Message = NodeMessage
 
     /// The largest payload sent inline, in bytes (PostgreSQL's limit is 8,000).
     public static let inlineLimit = 7_900

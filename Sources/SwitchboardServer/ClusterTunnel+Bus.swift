@@ -8,7 +8,7 @@ import SwitchboardPostgres
 /// probe, an unrenewed node, dead relaying nodes).
 extension ClusterTunnel {
 
-    func deliver(_ message: PostgresBus.Message) {
+    func deliver(_ message: NodeMessage) {
         let batch: TunnelBatch
         do {
             batch = try TunnelBatch.decode(message.body)
@@ -149,7 +149,7 @@ extension ClusterTunnel {
             destination: node,
             send: { [bus, logger, from = self.node] kind, body in
                 do {
-                    try await bus.send(PostgresBus.Message(id: UUID().uuidString, from: from, kind: kind, body: body), to: node)
+                    try await bus.send(NodeMessage(id: UUID().uuidString, from: from, kind: kind, body: body), to: node)
                     return true
                 } catch {
                     logger.warning("a tunnel message was not sent", metadata: ["to": "\(node)", "error": "\(error)"])
@@ -182,9 +182,10 @@ extension ClusterTunnel {
     }
 
     func tick() {
+        let now = clock.now()
         let (late, check) = state.withLock { state -> ([OutboundCommand], Bool) in
             switch state.role {
-            case .front where state.front.leader != nil && ContinuousClock.now - state.confirmed >= unrenewedLimit:
+            case .front where state.front.leader != nil && now.since(state.confirmed) >= unrenewedLimit:
                 // No turn renewed this node for nearly a lease (the database stopped answering:
                 // cut off, or frozen): its node lease is about to lapse, and the leader then
                 // drops the sockets it relays. They are closed (1012) first, for their clients
@@ -194,14 +195,14 @@ extension ClusterTunnel {
             case .front:
                 // Once a second, a probe through the bus to the leader and back (the relay's
                 // round trip, switchboard_cluster_relay_round_trip_seconds).
-                if let leader = state.front.leader, state.listenerUp, ContinuousClock.now - state.lastPing >= .seconds(1) {
-                    state.lastPing = .now
-                    enqueue(&state, to: leader.node, kind: TunnelBatch.eventsKind, TunnelBatch(generation: leader.generation, ping: clock.now().nanoseconds))
+                if let leader = state.front.leader, state.listenerUp, now.since(state.lastPing) >= .seconds(1) {
+                    state.lastPing = now
+                    enqueue(&state, to: leader.node, kind: TunnelBatch.eventsKind, TunnelBatch(generation: leader.generation, ping: now.nanoseconds))
                 }
-                return (state.front.tick(now: clock.now()), false)
+                return (state.front.tick(now: now), false)
             case .leader:
-                guard !state.leader.nodes.isEmpty, ContinuousClock.now - state.lastNodeCheck >= checkEvery else { return ([], false) }
-                state.lastNodeCheck = .now
+                guard !state.leader.nodes.isEmpty, now.since(state.lastNodeCheck) >= checkEvery else { return ([], false) }
+                state.lastNodeCheck = now
                 return ([], true)
             case .switching:
                 return ([], false)

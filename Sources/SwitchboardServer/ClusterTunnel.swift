@@ -37,17 +37,17 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         /// Whether the followed leader's lease had lapsed at the last turn.
         var leaderLapsed = false
         var stopped = false
-        var lastNodeCheck = ContinuousClock.now
-        var lastPing = ContinuousClock.now
+        var lastNodeCheck: MonotonicTime
+        var lastPing: MonotonicTime
         /// When the standby's loop began the last turn that renewed this node and read the
         /// leader: the node lease runs at least a lease from then.
-        var confirmed = ContinuousClock.now
+        var confirmed: MonotonicTime
         /// A front told to drain (`POST /v1/drain` on it) closes new sockets with 1001.
         var draining = false
     }
 
     let node: String
-    let bus: PostgresBus
+    let bus: any NodeBus
     let local: any OutboundTransport
     let clock: any MonotonicClockSource
     let logger: Logger
@@ -72,7 +72,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
     static let ownAdminPaths: Set<String> = ["/healthz", "/readyz", "/metrics"]
 
     init(
-        bus: PostgresBus, local: any OutboundTransport, lease: Duration, clock: any MonotonicClockSource = SystemMonotonicClock(),
+        bus: any NodeBus, local: any OutboundTransport, lease: Duration, clock: any MonotonicClockSource = SystemMonotonicClock(),
         factory: any MetricsFactory, logger: Logger
     ) {
         self.node = bus.node
@@ -82,18 +82,21 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         self.logger = logger
         self.checkEvery = lease / 3
         self.lease = lease
-        state = Mutex(State(front: TunnelFront(requestTimeout: .seconds(10))))
+        let now = clock.now()
+        state = Mutex(State(front: TunnelFront(requestTimeout: .seconds(10)), lastNodeCheck: now, lastPing: now, confirmed: now))
         forwarded = Counter(label: "switchboard_cluster_relayed_total", dimensions: [("direction", "to_leader")], factory: factory)
         returned = Counter(label: "switchboard_cluster_relayed_total", dimensions: [("direction", "from_leader")], factory: factory)
         dropped = Counter(label: "switchboard_cluster_relay_failures_total", dimensions: [], factory: factory)
         roundTrip = CoreMetrics.Timer(label: "switchboard_cluster_relay_round_trip_seconds", dimensions: [], factory: factory)
     }
 
-    /// Listens on the bus and starts the timer (request deadlines, the leader's node check).
-    func start() {
+    /// Listens on the bus and starts the timer (request deadlines, the probe, the node checks);
+    /// without `timer`, a test calls ``tick()`` itself.
+    func start(timer startsTimer: Bool = true) {
         runTask = Task { [self] in
             await bus.run(listening: { self.listenerStarted() }, lost: { self.listenerLost() }, deliver: { self.deliver($0) })
         }
+        guard startsTimer else { return }
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "switchboard.cluster-tunnel"))
         timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
         timer.setEventHandler { [weak self] in self?.tick() }
@@ -154,13 +157,15 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
     // MARK: - Roles
 
     /// A front follows `leader` (`nil`: nobody leads), as the standby's turn begun at
-    /// `renewedAt` read it right after renewing this node. While its lease has `lapsed` (and
-    /// nobody took over) the front keeps its sockets on it but takes no new ones, and is not
-    /// ready.
-    func follow(_ leader: TunnelFront.Leader?, lapsed: Bool = false, renewedAt: ContinuousClock.Instant = .now) {
+    /// `renewedAt` (on ``clock``; `nil`: now) read it right after renewing this node. While its
+    /// lease has `lapsed` (and nobody took over) the front keeps its sockets on it but takes no
+    /// new ones, and is not ready.
+    func follow(_ leader: TunnelFront.Leader?, lapsed: Bool = false, renewedAt: MonotonicTime? = nil) {
+        let now = clock.now()
+        let renewedAt = renewedAt ?? now
         let commands = state.withLock { state -> [OutboundCommand] in
             guard case .front = state.role else { return [] }
-            guard ContinuousClock.now - renewedAt < unrenewedLimit else {
+            guard now.since(renewedAt) < unrenewedLimit else {
                 // The turn itself took nearly a lease: this node's lease may have lapsed before
                 // it was renewed, and the leader dropped what it relays. As when no turn comes.
                 return cutOffUnrenewed(&state)

@@ -45,7 +45,10 @@ extension SwitchboardDaemon {
                     try lease.start(
                         description: nodeDescription, cancelled: { [weak self] in self?.standbyCancelled ?? true },
                         follow: { leader, lapsed, renewed in
-                            tunnel?.follow(leader.map { TunnelFront.Leader(node: $0.node, generation: $0.generation) }, lapsed: lapsed, renewedAt: renewed)
+                            // The turn's start, moved onto the tunnel's clock by its age.
+                            let age: Duration = ContinuousClock.now - renewed
+                            let began = tunnel.map { $0.clock.now().advanced(by: .zero - age) }
+                            tunnel?.follow(leader.map { TunnelFront.Leader(node: $0.node, generation: $0.generation) }, lapsed: lapsed, renewedAt: began)
                         })
                 } catch {
                     stopRelaying()

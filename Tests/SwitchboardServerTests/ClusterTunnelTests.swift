@@ -1,0 +1,205 @@
+import Foundation
+import Logging
+import MetricsTestKit
+import SwitchboardCore
+import SwitchboardTesting
+import Synchronization
+import XCTest
+
+@testable import SwitchboardServer
+
+/// ``ClusterTunnel``, the adapter around the pure tunnel halves, with a leader and a relaying
+/// node on an in-memory bus (`InMemoryNodeBus`), in-memory transports and one manual clock: the
+/// timer's checks run when the test calls ``ClusterTunnel/tick()``, at the time it set.
+final class ClusterTunnelTests: XCTestCase {
+    /// The leader's hubs: record what they get, and answer as the test says.
+    private final class Hub: TransportEventSink, @unchecked Sendable {
+        let received = Mutex<[TransportEvent]>([])
+        func transportDidReceive(_ events: [TransportEvent]) { received.withLock { $0 += events } }
+        var events: [TransportEvent] { received.withLock { $0 } }
+    }
+
+    private struct Pair {
+        let network = InMemoryNodeBus.Network()
+        let clock = ManualClock()
+        let metrics = TestMetrics()
+        let hub = Hub()
+        let leaderTransport = InMemoryTransport()
+        let frontTransport = InMemoryTransport()
+        let leader: ClusterTunnel
+        let front: ClusterTunnel
+
+        init(lease: Duration = .seconds(2)) {
+            leader = ClusterTunnel(
+                bus: network.bus(for: "L"), local: leaderTransport, lease: lease, clock: clock, factory: metrics, logger: Logger(label: "test.leader"))
+            front = ClusterTunnel(
+                bus: network.bus(for: "F"), local: frontTransport, lease: lease, clock: clock, factory: metrics, logger: Logger(label: "test.front"))
+        }
+    }
+
+    private let upgrade = WebSocketUpgrade(path: "/v1/connect", query: [:], remoteAddress: "198.51.100.7:5000")
+    private func socket(_ serial: UInt64) -> ConnectionID { ConnectionID(thread: 0, serial: serial) }
+    private func relayed(_ serial: UInt64) -> ConnectionID { ConnectionID(thread: 255, serial: serial) }
+    private func message(_ id: ConnectionID, _ n: Int) -> TransportEvent { .message(id, Array(#"{"n":\#(n)}"#.utf8), isBinary: false) }
+
+    /// Polls `condition` until it holds, for up to 5 s.
+    private func eventually(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) {
+        let deadline = Date(timeIntervalSinceNow: 5)
+        while !condition() {
+            guard Date() < deadline else { return XCTFail("never: \(what)", file: file, line: line) }
+            usleep(1_000)
+        }
+    }
+
+    /// A leader of generation 1 and a node relaying to it, both listening.
+    private func started(lease: Duration = .seconds(2)) -> Pair {
+        let pair = Pair(lease: lease)
+        pair.leader.becameLeader()
+        pair.leader.lead(hub: pair.hub, generation: 1)
+        pair.leader.start(timer: false)
+        pair.front.start(timer: false)
+        eventually("both listening") { pair.leader.listening && pair.front.listening }
+        pair.front.follow(TunnelFront.Leader(node: "L", generation: 1))
+        return pair
+    }
+
+    private func stop(_ pair: Pair) async {
+        await pair.front.stop()
+        await pair.leader.stop()
+    }
+
+    func test_aRelayedSocketReachesTheLeadersHubsAndTheirCommandsComeBack() async {
+        let pair = started()
+        pair.front.transportDidReceive([.opened(socket(1), upgrade), message(socket(1), 1)])
+        eventually("the hub got both events") { pair.hub.events.count == 2 }
+        XCTAssertEqual(pair.hub.events, [.opened(relayed(1), upgrade), message(relayed(1), 1)])
+
+        XCTAssertEqual(pair.leader.submit([.send(relayed(1), Array("hi".utf8)), .close(relayed(1), .normal, reason: "bye")]), [])
+        eventually("the commands reached the front's socket") { pair.frontTransport.commands.count == 2 }
+        XCTAssertEqual(pair.frontTransport.commands, [.send(socket(1), Array("hi".utf8)), .close(socket(1), .normal, reason: "bye")])
+        XCTAssertEqual(try pair.metrics.expectCounter("switchboard_cluster_relayed_total", [("direction", "to_leader")]).totalValue, 2)
+        XCTAssertEqual(try pair.metrics.expectCounter("switchboard_cluster_relayed_total", [("direction", "from_leader")]).totalValue, 2)
+        await stop(pair)
+    }
+
+    /// The front's transport hears a message handled only once the leader's hubs handled it.
+    func test_aMessageCountsHandledAtTheFrontOnlyOnceTheLeadersHubsHandledIt() async {
+        let pair = started()
+        pair.front.transportDidReceive([.opened(socket(1), upgrade)])
+        eventually("the open reached the hub") { pair.hub.events.count == 1 }
+        // The leader's first batch back says it reports; until then messages count on send.
+        _ = pair.leader.submit([.send(relayed(1), Array("ready".utf8))])
+        eventually("the front heard the leader") { pair.frontTransport.commands.count == 1 }
+
+        pair.front.transportDidReceive([message(socket(1), 1), message(socket(1), 2)])
+        eventually("the hub got both messages") { pair.hub.events.count == 3 }
+        XCTAssertEqual(pair.frontTransport.processedEvents.filter(\.isMessage), [], "not handled before the hubs said so")
+
+        pair.leader.processed([message(relayed(1), 1)])
+        eventually("the first message reported handled") { pair.frontTransport.processedEvents.filter(\.isMessage).count == 1 }
+        XCTAssertEqual(pair.frontTransport.processedEvents.filter(\.isMessage), [message(socket(1), 1)])
+        pair.leader.processed([message(relayed(1), 2)])
+        eventually("the second too") { pair.frontTransport.processedEvents.filter(\.isMessage).count == 2 }
+        XCTAssertEqual(pair.frontTransport.processedEvents.filter(\.isMessage), [message(socket(1), 1), message(socket(1), 2)])
+        await stop(pair)
+    }
+
+    /// No turn renewed the front for nearly a lease (lease − min(lease/4, 500 ms)): at the next
+    /// tick its sockets are closed 1012 and the leader told they closed; just before, nothing.
+    func test_aFrontNotRenewedForNearlyALeaseCutsItsSocketsAtTheTick() async {
+        let pair = started(lease: .seconds(2))
+        pair.front.transportDidReceive([.opened(socket(1), upgrade), .opened(socket(2), upgrade)])
+        eventually("both opens reached the hub") { pair.hub.events.count == 2 }
+
+        pair.clock.advance(by: .milliseconds(1_499))
+        pair.front.tick()
+        XCTAssertEqual(pair.frontTransport.commands.filter(\.isClose), [], "1.499 s unrenewed: kept")
+        pair.clock.advance(by: .milliseconds(1))
+        pair.front.tick()
+        let cut = "the leading node changed; reconnect"
+        XCTAssertEqual(
+            pair.frontTransport.commands.filter(\.isClose), [.close(socket(1), .serviceRestart, reason: cut), .close(socket(2), .serviceRestart, reason: cut)])
+        eventually("the leader's hubs heard them closed") { pair.hub.events.count == 4 }
+        XCTAssertEqual(Array(pair.hub.events.suffix(2)), [.closed(relayed(1)), .closed(relayed(2))])
+        // It follows nobody until a turn renews it: new sockets get 1013.
+        pair.front.transportDidReceive([.opened(socket(3), upgrade)])
+        XCTAssertEqual(pair.frontTransport.commands.last, .close(socket(3), .tryAgainLater, reason: "no leading node is reachable"))
+        // A turn renews it and reads the leader: it relays again.
+        pair.front.follow(TunnelFront.Leader(node: "L", generation: 1))
+        pair.front.transportDidReceive([.opened(socket(4), upgrade)])
+        eventually("the new socket reached the hub") { pair.hub.events.count == 5 }
+        await stop(pair)
+    }
+
+    /// A renewing turn that itself took nearly a lease counts as none: the node's lease may have
+    /// lapsed meanwhile, so the front cuts its sockets rather than trusting it.
+    func test_aTurnThatTookNearlyALeaseCutsTheSocketsToo() async {
+        let pair = started(lease: .seconds(2))
+        pair.front.transportDidReceive([.opened(socket(1), upgrade)])
+        eventually("the open reached the hub") { pair.hub.events.count == 1 }
+        let began = pair.clock.now()
+        pair.clock.advance(by: .milliseconds(1_400))
+        pair.front.follow(TunnelFront.Leader(node: "L", generation: 1), renewedAt: began)
+        XCTAssertEqual(pair.frontTransport.commands.filter(\.isClose), [], "a turn of 1.4 s is fine")
+        pair.clock.advance(by: .milliseconds(100))
+        pair.front.follow(TunnelFront.Leader(node: "L", generation: 1), renewedAt: began)
+        XCTAssertEqual(pair.frontTransport.commands.filter(\.isClose), [.close(socket(1), .serviceRestart, reason: "the leading node changed; reconnect")])
+        eventually("the leader's hubs heard it closed") { pair.hub.events.last == .closed(relayed(1)) }
+        await stop(pair)
+    }
+
+    /// Once a second a probe goes to the leader and back, timing the relay's round trip. (Each
+    /// step is also a renewing turn, as the standby's loop makes every third of a lease.)
+    func test_theProbeGoesOnceASecondAndItsRoundTripIsRecorded() async throws {
+        let pair = started()
+        func pings() -> Int { pair.network.sent.filter { $0.to == "L" && $0.message.body.contains("\"pi\"") }.count }
+        func step(_ duration: Duration) {
+            pair.clock.advance(by: duration)
+            pair.front.follow(TunnelFront.Leader(node: "L", generation: 1))
+            pair.front.tick()
+        }
+        pair.front.tick()
+        XCTAssertEqual(pings(), 0, "not before a second")
+        step(.seconds(1))
+        pair.front.tick()
+        eventually("one probe sent") { pings() == 1 }
+        eventually("its answer timed") { (try? pair.metrics.expectTimer("switchboard_cluster_relay_round_trip_seconds").values.count) == 1 }
+        step(.milliseconds(999))
+        XCTAssertEqual(pings(), 1)
+        step(.milliseconds(1))
+        eventually("a second probe") { pings() == 2 }
+        await stop(pair)
+    }
+
+    /// The front's listening connection lost: its sockets are cut (1012) and new ones refused
+    /// (1013) until it listens again.
+    func test_aLostListenerCutsTheSocketsAndRefusesNewOnesUntilItListensAgain() async {
+        let pair = started()
+        pair.front.transportDidReceive([.opened(socket(1), upgrade)])
+        eventually("the open reached the hub") { pair.hub.events.count == 1 }
+        pair.network.cutListening("F")
+        eventually("the socket cut") { pair.frontTransport.commands.contains(.close(socket(1), .serviceRestart, reason: "the leading node changed; reconnect")) }
+        eventually("the leader's hubs heard it closed") { pair.hub.events.last == .closed(relayed(1)) }
+        pair.front.transportDidReceive([.opened(socket(2), upgrade)])
+        XCTAssertEqual(pair.frontTransport.commands.last, .close(socket(2), .tryAgainLater, reason: "no leading node is reachable"))
+        pair.network.restore("F")
+        eventually("listening again") { pair.front.listening }
+        pair.front.transportDidReceive([.opened(socket(3), upgrade)])
+        eventually("a new socket relayed") { pair.hub.events.last.map { if case .opened = $0 { true } else { false } } == true }
+        await stop(pair)
+    }
+}
+
+extension TransportEvent {
+    fileprivate var isMessage: Bool {
+        if case .message = self { return true }
+        return false
+    }
+}
+
+extension OutboundCommand {
+    fileprivate var isClose: Bool {
+        if case .close = self { return true }
+        return false
+    }
+}
