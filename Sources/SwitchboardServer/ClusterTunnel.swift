@@ -68,8 +68,9 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
     /// lapsed (a little less than a lease, so it cuts its sockets before the leader drops them).
     var unrenewedLimit: Duration { lease - min(lease / 4, .milliseconds(500)) }
 
-    /// The admin paths a relaying node answers itself: about itself, not the leader.
-    static let ownAdminPaths: Set<String> = ["/healthz", "/readyz", "/metrics"]
+    /// The admin paths a relaying node answers itself: about itself, not the leader (a drain
+    /// drains this node only).
+    static let ownAdminPaths: Set<String> = ["/healthz", "/readyz", "/metrics", "/v1/drain"]
 
     init(
         bus: any NodeBus, local: any OutboundTransport, lease: Duration, clock: any MonotonicClockSource = SystemMonotonicClock(),
