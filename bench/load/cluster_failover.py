@@ -62,6 +62,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cluster_relay import BenchError, bench_main  # noqa: E402 - one error type and command line for the cluster drivers
+
 REPO = Path(__file__).resolve().parents[2]
 E2E = REPO / "Tests" / "e2e"
 HOST = "127.0.0.1"
@@ -78,8 +81,6 @@ LIFTED_CAPS = {
 }
 
 
-class BenchError(Exception):
-    """A failure the run reports in one line (exit status 1)."""
 
 
 def log(message: str) -> None:
@@ -361,8 +362,10 @@ class Trial:
         self.database = database
         config = fx.write_config(self.dir / "switchboard.json", {})
         ports = fx.free_tcp_ports(2 * NODES)
+        # Idle standbys (bind no port until they lead): the default became relay, measured by
+        # cluster_node_loss.py.
         env = fx.base_env(STORE_KIND="postgres", STORE_POSTGRES_URL=url, STORE_POSTGRES_LEASE_MS=opts.lease_ms,
-                          **fx.lifted_caps)
+                          STORE_POSTGRES_STANDBY="idle", **fx.lifted_caps)
         for i in range(NODES):
             name = f"n{i}"
             state_dir = self.dir / name
@@ -414,6 +417,10 @@ class Trial:
             await asyncio.sleep(0.02)  # the pause between polls
         return leader
 
+    def first_port(self, client: Client) -> int:
+        """Where a client first connects: the balancer (cluster_node_loss.py picks a node)."""
+        return self.lb.port
+
     async def connect_clients(self) -> None:
         opts, fx = self.opts, self.fx
         self.clients = [Client(i, f"u{i}", fx.user_token(f"u{i}")) for i in range(opts.clients)]
@@ -421,7 +428,7 @@ class Trial:
 
         async def connect(client: Client) -> None:
             async with gate:
-                client.ws, hello = await open_socket(self.lb.port, client, opts.request_timeout, resume=False)
+                client.ws, hello = await open_socket(self.first_port(client), client, opts.request_timeout, resume=False)
             client.resume_token, client.connection_id = hello["resume_token"], hello["connection_id"]
 
         async def join(client: Client) -> None:
@@ -682,13 +689,15 @@ def report(path: str, command: str | None) -> str:
 
 # ---------------------------------------------------------------- main
 
-def parse_args(argv: list[str]):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def trial_parser(doc: str, clients: int, trials: int) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """`run` (a trial's options) and `report RESULTS [--command C]`: the parser, and its `run`
+    subparser for a driver's own options (cluster_node_loss.py's `--kill`)."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     sub = p.add_subparsers(dest="subcommand", required=True)
-    r = sub.add_parser("run", help="T failover trials")
+    r = sub.add_parser("run", help="T trials")
     r.add_argument("--switchboard-bin", required=True, help="the daemon to run (three of it per trial)")
-    r.add_argument("--clients", type=int, default=100, help="clients, users u0..uN-1, in calls of 2 (default 100)")
-    r.add_argument("--trials", type=int, default=5, help="trials, each on a fresh database and daemons (default 5)")
+    r.add_argument("--clients", type=int, default=clients, help=f"clients, users u0..uN-1, in calls of 2 (default {clients})")
+    r.add_argument("--trials", type=int, default=trials, help=f"trials, each on a fresh database and daemons (default {trials})")
     r.add_argument("--lease-ms", type=int, default=2000, help="store.postgres_lease_ms (default 2000)")
     r.add_argument("--check-ms", type=int, default=100, help="HAProxy's health-check interval (default 100)")
     r.add_argument("--backoff-ms", type=float, default=50, help="a client's pause between reconnect attempts (default 50)")
@@ -701,7 +710,11 @@ def parse_args(argv: list[str]):
     q = sub.add_parser("report", help="markdown from the last JSON line of a results file")
     q.add_argument("results")
     q.add_argument("--command", default=None, help="the command line to quote")
-    opts = p.parse_args(argv)
+    return p, r
+
+
+def checked(p: argparse.ArgumentParser, opts):
+    """``opts`` with the derived timeouts set; a bad count or lease is a usage error."""
     if opts.subcommand == "run":
         if opts.clients < 1 or opts.trials < 1 or opts.lease_ms < 100:
             p.error("--clients and --trials must be positive, --lease-ms at least 100")
@@ -713,28 +726,8 @@ def parse_args(argv: list[str]):
 
 
 def main(argv: list[str]) -> int:
-    opts = parse_args(argv)
-    if opts.subcommand == "report":
-        print(report(opts.results, opts.command))
-        return 0
-
-    async def guarded() -> dict:
-        task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)  # SIGTERM: clean up as on Ctrl-C
-        return await run(opts)
-
-    try:
-        record = asyncio.run(guarded())
-    except BenchError as error:
-        print(f"cluster failover: {error}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("cluster failover: interrupted (every process started was stopped)", file=sys.stderr)
-        return 130
-    print_summary(record)
-    print(json.dumps(record, separators=(",", ":")))
-    return 0
+    p, _ = trial_parser(__doc__, 100, 5)
+    return bench_main("cluster failover", checked(p, p.parse_args(argv)), run, report, print_summary)
 
 
 if __name__ == "__main__":

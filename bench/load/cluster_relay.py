@@ -373,9 +373,10 @@ def parse_args(argv: list[str]):
     return opts
 
 
-def bench_main(name: str, opts, run_bench, render) -> int:
-    """A cluster driver's command line (this one's, cluster_calls.py's): ``report`` prints ``render``'s
-    table; ``run`` runs ``run_bench`` (SIGTERM cancels it) and prints its record as a JSON line."""
+def bench_main(name: str, opts, run_bench, render, summary=None) -> int:
+    """A cluster driver's command line (this one's, cluster_calls.py's, cluster_failover.py's,
+    cluster_node_loss.py's): ``report`` prints ``render``'s table; ``run`` runs ``run_bench``
+    (SIGTERM cancels it), prints ``summary(record)`` when given, then the record as a JSON line."""
     if opts.subcommand == "report":
         print(render(opts.results, opts.command))
         return 0
@@ -392,6 +393,8 @@ def bench_main(name: str, opts, run_bench, render) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print(f"{name}: interrupted (every process started was stopped)", file=sys.stderr)
         return 130
+    if summary is not None:
+        summary(record)
     print(json.dumps(record, separators=(",", ":")))
     return 0
 
