@@ -124,11 +124,17 @@ extension ClusterTunnel {
         return closed
     }
 
-    /// A leader tells each relaying node how many of its sockets' messages the hubs handled.
+    /// A leader tells each relaying node how many of its sockets' messages the hubs handled, and
+    /// closes (1012) the sockets it no longer holds, so none stays open with nothing behind it.
     func sendReports(_ state: inout State) {
-        guard case .leader(_, let generation) = state.role, !state.leader.reports.isEmpty else { return }
+        guard case .leader(_, let generation) = state.role, !state.leader.reports.isEmpty || !state.leader.orphans.isEmpty else { return }
+        var closes = state.leader.takeOrphans()
         for (node, handled) in state.leader.takeReports() {
-            enqueue(&state, to: node, kind: TunnelBatch.commandsKind, TunnelBatch(generation: generation, handled: handled))
+            let batch = TunnelBatch(generation: generation, commands: closes.removeValue(forKey: node) ?? [], handled: handled)
+            enqueue(&state, to: node, kind: TunnelBatch.commandsKind, batch)
+        }
+        for (node, commands) in closes {
+            enqueue(&state, to: node, kind: TunnelBatch.commandsKind, TunnelBatch(generation: generation, commands: commands))
         }
     }
 

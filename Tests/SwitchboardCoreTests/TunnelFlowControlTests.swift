@@ -126,6 +126,24 @@ final class TunnelFlowControlTests: XCTestCase {
         XCTAssertEqual(leader.takeReports(), [:])
     }
 
+    /// A socket whose messages reach a leader that no longer holds it (it dropped the node's
+    /// connections) is closed there with 1012, whether its batch asked for reports or not.
+    func test_aSocketTheLeaderNoLongerHoldsIsClosedOnItsNode() {
+        var leader = TunnelLeader()
+        _ = leader.inbound(from: "node-b", [.opened(local(1), upgrade), .opened(local(2), upgrade)])
+        XCTAssertEqual(leader.drop(node: "node-b"), [.closed(relayed(1)), .closed(relayed(2))])
+        _ = leader.inbound(from: "node-b", [message(local(2), 1), message(local(2), 2), message(local(1), 3)])
+        _ = leader.inbound(from: "node-c", [message(local(1), 4)], reports: true)
+        XCTAssertEqual(leader.takeOrphans(), [
+            "node-b": [.close(local(1), .serviceRestart, reason: TunnelLeader.orphanedReason), .close(local(2), .serviceRestart, reason: TunnelLeader.orphanedReason)],
+            "node-c": [.close(local(1), .serviceRestart, reason: TunnelLeader.orphanedReason)],
+        ])
+        XCTAssertEqual(leader.takeOrphans(), [:])
+        // A socket it holds, and the closed event of one it does not, orphan nothing.
+        _ = leader.inbound(from: "node-b", [.opened(local(3), upgrade), message(local(3), 5), .closed(local(9))])
+        XCTAssertEqual(leader.orphans, [:])
+    }
+
     func test_reportsAndHandledCountsRoundTripOnTheWireAndOldBatchesDecode() throws {
         let batch = TunnelBatch(generation: 7, reports: true, handled: [local(2): 3, relayed(9): 1])
         XCTAssertEqual(try TunnelBatch.decode(batch.encoded()), batch)

@@ -190,6 +190,28 @@ final class ClusterTunnelTests: XCTestCase {
     }
 }
 
+extension ClusterTunnelTests {
+    /// A batch to the front is lost: the leader drops the front's connections. The front's
+    /// socket then speaks to a leader that holds nothing for it, and is closed (1012) so its
+    /// client reconnects, instead of staying open with nothing behind it.
+    func test_aSocketTheLeaderDroppedIsClosedOnceItSpeaks() async {
+        let pair = started()
+        pair.front.transportDidReceive([.opened(socket(1), upgrade)])
+        eventually("the open reached the hub") { pair.hub.events.count == 1 }
+        pair.network.refuseSends(from: "L")
+        _ = pair.leader.submit([.send(relayed(1), Array("lost".utf8))])
+        eventually("the leader dropped the front's connection") { pair.hub.events.last == .closed(relayed(1)) }
+        XCTAssertEqual(try pair.metrics.expectCounter("switchboard_cluster_relay_failures_total").totalValue, 1)
+        pair.network.refuseSends(from: "L", false)
+
+        pair.front.transportDidReceive([.message(socket(1), Array("{}".utf8), isBinary: false)])
+        eventually("the socket closed") { pair.frontTransport.commands.contains { $0.isClose } }
+        XCTAssertEqual(pair.frontTransport.commands.filter(\.isClose), [.close(socket(1), .serviceRestart, reason: TunnelLeader.orphanedReason)])
+        XCTAssertEqual(pair.hub.events.count, 2, "the message reached no hub")
+        await stop(pair)
+    }
+}
+
 extension TransportEvent {
     fileprivate var isMessage: Bool {
         if case .message = self { return true }

@@ -27,6 +27,10 @@ public struct TunnelLeader: Sendable {
     private var unasked: [ConnectionID: Int] = [:]
     /// Handled messages not yet reported, per relaying node and its ids (``takeReports()``).
     public private(set) var reports: [String: [ConnectionID: Int]] = [:]
+    /// Sockets of relaying nodes that sent a message for a connection this leader does not hold
+    /// (it dropped them: their node's lease lapsed, or a batch to it was lost), to be closed there
+    /// (``takeOrphans()``): nothing stands behind them here.
+    public private(set) var orphans: [String: Set<ConnectionID>] = [:]
 
     public init() {}
 
@@ -45,7 +49,8 @@ public struct TunnelLeader: Sendable {
 
     /// `node`'s events, with its ids replaced by relayed ones. An `opened` or a `request` gets a
     /// new id; a message or a close of an unknown connection is dropped (a message reported
-    /// handled at once when `reports` asks); after a `closed` the id is forgotten.
+    /// handled at once when `reports` asks, and its socket listed in ``orphans``); after a
+    /// `closed` the id is forgotten.
     public mutating func inbound(from node: String, _ events: [TransportEvent], reports: Bool = false) -> [TransportEvent] {
         var mapped: [TransportEvent] = []
         mapped.reserveCapacity(events.count)
@@ -59,8 +64,9 @@ public struct TunnelLeader: Sendable {
                 if let local = byRemote[Remote(node: node, connection: id)] {
                     mapped.append(.message(local, bytes, isBinary: isBinary))
                     if !reports { unasked[local, default: 0] += 1 }
-                } else if reports {
-                    self.reports[node, default: [:]][id, default: 0] += 1
+                } else {
+                    if reports { self.reports[node, default: [:]][id, default: 0] += 1 }
+                    orphans[node, default: []].insert(id)
                 }
             case .closed(let id):
                 if let local = byRemote[Remote(node: node, connection: id)] {
@@ -89,6 +95,15 @@ public struct TunnelLeader: Sendable {
         defer { reports = [:] }
         return reports
     }
+
+    /// The orphaned sockets found since the last call, as the closes (1012) to send each node.
+    public mutating func takeOrphans() -> [String: [OutboundCommand]] {
+        defer { orphans = [:] }
+        return orphans.mapValues { ids in ids.sorted().map { .close($0, .serviceRestart, reason: Self.orphanedReason) } }
+    }
+
+    /// Why an orphaned socket is closed.
+    public static let orphanedReason = "the leading node no longer holds this socket; reconnect"
 
     /// Splits the hubs' commands into this node's own and, per relaying node, theirs (with their
     /// ids back). A response ends its relayed request; commands for forgotten ids are dropped.
