@@ -25,7 +25,7 @@ extension ClusterTunnel {
                         enqueue(&state, to: message.from, kind: TunnelBatch.commandsKind, TunnelBatch(generation: generation, pong: ping))
                     }
                     let mapped = state.leader.inbound(from: message.from, batch.events, reports: batch.reports)
-                    sendReports(&state)
+                    scheduleReports(&state)
                     return (hub, mapped)
                 case .switching:
                     // Taking the lead, hubs not attached yet: the front hears its sockets and
@@ -122,6 +122,19 @@ extension ClusterTunnel {
             closed += state.leader.drop(node: node)
         }
         return closed
+    }
+
+    /// Sends the reports and orphan closes after ``reportDelay`` (those whose node got a batch
+    /// of commands meanwhile went with it).
+    func scheduleReports(_ state: inout State) {
+        guard case .leader = state.role, !state.reportsScheduled, !state.leader.reports.isEmpty || !state.leader.orphans.isEmpty else { return }
+        state.reportsScheduled = true
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(reportDelay.nanoseconds))) { [weak self] in
+            self?.state.withLock { state in
+                state.reportsScheduled = false
+                self?.sendReports(&state)
+            }
+        }
     }
 
     /// A leader tells each relaying node how many of its sockets' messages the hubs handled, and

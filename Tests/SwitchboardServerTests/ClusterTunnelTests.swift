@@ -29,9 +29,10 @@ final class ClusterTunnelTests: XCTestCase {
         let leader: ClusterTunnel
         let front: ClusterTunnel
 
-        init(lease: Duration = .seconds(2)) {
+        init(lease: Duration = .seconds(2), reportDelay: Duration = .milliseconds(5)) {
             leader = ClusterTunnel(
-                bus: network.bus(for: "L"), local: leaderTransport, lease: lease, clock: clock, factory: metrics, logger: Logger(label: "test.leader"))
+                bus: network.bus(for: "L"), local: leaderTransport, lease: lease, clock: clock, factory: metrics, logger: Logger(label: "test.leader"),
+                reportDelay: reportDelay)
             front = ClusterTunnel(
                 bus: network.bus(for: "F"), local: frontTransport, lease: lease, clock: clock, factory: metrics, logger: Logger(label: "test.front"))
         }
@@ -52,8 +53,8 @@ final class ClusterTunnelTests: XCTestCase {
     }
 
     /// A leader of generation 1 and a node relaying to it, both listening.
-    private func started(lease: Duration = .seconds(2)) -> Pair {
-        let pair = Pair(lease: lease)
+    private func started(lease: Duration = .seconds(2), reportDelay: Duration = .milliseconds(5)) -> Pair {
+        let pair = Pair(lease: lease, reportDelay: reportDelay)
         pair.leader.becameLeader()
         pair.leader.lead(hub: pair.hub, generation: 1)
         pair.leader.start(timer: false)
@@ -101,6 +102,31 @@ final class ClusterTunnelTests: XCTestCase {
         pair.leader.processed([message(relayed(1), 2)])
         eventually("the second too") { pair.frontTransport.processedEvents.filter(\.isMessage).count == 2 }
         XCTAssertEqual(pair.frontTransport.processedEvents.filter(\.isMessage), [message(socket(1), 1), message(socket(1), 2)])
+        await stop(pair)
+    }
+
+    /// A leader's handled counts wait for the next batch of commands to their node and go in
+    /// it, rather than taking the bus just before the answer to the same message.
+    func test_handledCountsRideOnTheNextCommandsToTheirNode() async {
+        let pair = started(reportDelay: .seconds(3_600))
+        pair.front.transportDidReceive([.opened(socket(1), upgrade)])
+        eventually("the open reached the hub") { pair.hub.events.count == 1 }
+        _ = pair.leader.submit([.send(relayed(1), Array("ready".utf8))])
+        eventually("the front heard the leader") { pair.frontTransport.commands.count == 1 }
+        pair.front.transportDidReceive([message(socket(1), 1)])
+        eventually("the hub got the message") { pair.hub.events.count == 2 }
+        let sentBefore = pair.network.sent.filter { $0.to == "F" }.count
+
+        pair.leader.processed([message(relayed(1), 1)])
+        XCTAssertEqual(pair.network.sent.filter { $0.to == "F" }.count, sentBefore, "the count waits")
+        _ = pair.leader.submit([.send(relayed(1), Array("answer".utf8))])
+        eventually("the answer and the count arrived") { pair.frontTransport.processedEvents.filter(\.isMessage) == [message(socket(1), 1)] }
+        XCTAssertEqual(pair.frontTransport.commands.last, .send(socket(1), Array("answer".utf8)))
+        let toFront = pair.network.sent.filter { $0.to == "F" }.dropFirst(sentBefore)
+        XCTAssertEqual(toFront.count, 1, "one bus message carried both")
+        let batch = try? TunnelBatch.decode(toFront.first?.message.body ?? "")
+        XCTAssertEqual(batch?.handled, [socket(1): 1])
+        XCTAssertEqual(batch?.commands, [.send(socket(1), Array("answer".utf8))])
         await stop(pair)
     }
 

@@ -96,6 +96,11 @@ public struct TunnelLeader: Sendable {
         return reports
     }
 
+    /// The reports gathered for `node` since the last call (they ride on a batch going there).
+    public mutating func takeReports(for node: String) -> [ConnectionID: Int] {
+        reports.removeValue(forKey: node) ?? [:]
+    }
+
     /// The orphaned sockets found since the last call, as the closes (1012) to send each node.
     public mutating func takeOrphans() -> [String: [OutboundCommand]] {
         defer { orphans = [:] }
