@@ -44,7 +44,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         var confirmed: MonotonicTime
         /// A front told to drain (`POST /v1/drain` on it) closes new sockets with 1001.
         var draining = false
-        /// A leader's reports wait this long for a batch going their way (``reportDelay``).
+        /// Whether a send of the leader's waiting reports is scheduled (``reportDelay`` from the first).
         var reportsScheduled = false
     }
 
