@@ -20,7 +20,7 @@ final class PostgresSession: @unchecked Sendable {
     private var connections = 0
 
     init(
-        configuration: PostgresConnection.Configuration, statementTimeout: Duration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        configuration: PostgresConnection.Configuration, statementTimeout: Duration, group: any EventLoopGroup = PostgresSession.group,
         logger: Logger
     ) {
         self.configuration = configuration
@@ -31,6 +31,12 @@ final class PostgresSession: @unchecked Sendable {
 
     /// How long a statement may wait for the server's answer.
     let statementTimeout: Duration
+
+    /// The event loop the stores' connections run on: one of their own. A caller on another
+    /// event loop (the shared one's, say the webhook client's) blocks that loop while its call
+    /// runs elsewhere; were the connection on the loop it blocked, the statement could never be
+    /// answered and the caller would wait forever.
+    static let group: any EventLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     /// A statement's answer, set on the connection's event loop and read by the waiting caller
     /// once `done` is signalled.
