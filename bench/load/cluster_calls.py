@@ -53,7 +53,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from cluster_relay import READY, RELAYING, BenchError, Node, bench_main, fixtures, poll  # noqa: E402
+from cluster_relay import READY, RELAYING, BenchError, Node, add_report_parser, bench_main, fixtures, poll  # noqa: E402
 from procstat import stat_cpu_us  # noqa: E402
 
 CONFIGS = {"1": "1 node", "3": "3 nodes (1 leads, 2 relay)"}
@@ -357,9 +357,7 @@ def parse_args(argv: list[str]):
     r.add_argument("--lease-ms", type=int, default=2000, help="store.postgres_lease_ms (default 2000)")
     r.add_argument("--start-timeout", type=float, default=60, help="bound on the daemons' start (default 60 s)")
     r.add_argument("--log-dir", required=True, help="daemon logs and load outputs go here")
-    q = sub.add_parser("report", help="markdown from the last JSON line of a results file")
-    q.add_argument("results")
-    q.add_argument("--command", help="the command line to quote")
+    add_report_parser(sub)
     opts = p.parse_args(argv)
     if opts.subcommand == "run":
         opts.runs = opts.runs or (1 if opts.quick else 3)

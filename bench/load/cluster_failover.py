@@ -63,7 +63,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cluster_relay import BenchError, bench_main  # noqa: E402 - one error type and command line for the cluster drivers
+from cluster_relay import BenchError, add_report_parser, bench_main  # noqa: E402 - one error type and command line for the cluster drivers
 
 REPO = Path(__file__).resolve().parents[2]
 E2E = REPO / "Tests" / "e2e"
@@ -355,17 +355,17 @@ class Trial:
             if not node.killed and node.returncode is not None:
                 raise BenchError(f"daemon {name} exited with {node.returncode}; log: {node.log_path}")
 
-    async def start_cluster(self) -> str:
+    async def start_daemons(self, standby: str) -> None:
+        """A fresh database, three daemons on it with ``store.postgres_standby`` ``standby`` (the
+        first started alone and waited for until it leads), and HAProxy in front of them."""
         opts, fx = self.opts, self.fx
-        database = f"failover_t{self.number}"
+        database = f"cluster_t{self.number}"
         url = await asyncio.to_thread(self.pg.create_database, database)
         self.database = database
         config = fx.write_config(self.dir / "switchboard.json", {})
         ports = fx.free_tcp_ports(2 * NODES)
-        # Idle standbys (bind no port until they lead): the default became relay, measured by
-        # cluster_node_loss.py.
         env = fx.base_env(STORE_KIND="postgres", STORE_POSTGRES_URL=url, STORE_POSTGRES_LEASE_MS=opts.lease_ms,
-                          STORE_POSTGRES_STANDBY="idle", **fx.lifted_caps)
+                          STORE_POSTGRES_STANDBY=standby, **fx.lifted_caps)
         for i in range(NODES):
             name = f"n{i}"
             state_dir = self.dir / name
@@ -392,6 +392,20 @@ class Trial:
                              check_inter_ms=opts.check_ms)
         await asyncio.to_thread(self.lb.start)
 
+    async def wait_balanced(self, wanted: dict[str, str]) -> None:
+        """Polls HAProxy's stats until it reports ``wanted`` (server → UP or DOWN)."""
+        deadline = time.monotonic() + self.opts.start_timeout
+        while (states := await asyncio.to_thread(self.lb.backend_states)) != wanted:
+            self.check_alive()
+            if time.monotonic() >= deadline:
+                raise BenchError(f"HAProxy did not reach {wanted} within {self.opts.start_timeout:.0f} s: {states}")
+            await asyncio.sleep(0.02)  # the pause between polls
+
+    async def start_cluster(self) -> str:
+        """Idle standbys (they bind no port until they lead; the default is relay, which
+        cluster_node_loss.py measures): one daemon leads and HAProxy sends clients to it alone."""
+        await self.start_daemons("idle")
+
         def one_leads():
             self.check_alive()
             serving = self.leaders()
@@ -400,21 +414,8 @@ class Trial:
             standing = [n for n, node in self.nodes.items() if node.standby_at is not None]
             return serving[0] if serving and len(standing) == NODES - 1 else None
 
-        leader = await poll(one_leads, opts.start_timeout, "one daemon leading and two standing by")
-        wanted = {n: "UP" if n == leader else "DOWN" for n in self.nodes}
-        states: dict = {}
-
-        async def balanced() -> bool:
-            states.clear()
-            states.update(await asyncio.to_thread(self.lb.backend_states))
-            return states == wanted
-
-        deadline = time.monotonic() + opts.start_timeout
-        while not await balanced():
-            self.check_alive()
-            if time.monotonic() >= deadline:
-                raise BenchError(f"HAProxy did not reach {wanted} within {opts.start_timeout:.0f} s: {states}")
-            await asyncio.sleep(0.02)  # the pause between polls
+        leader = await poll(one_leads, self.opts.start_timeout, "one daemon leading and two standing by")
+        await self.wait_balanced({n: "UP" if n == leader else "DOWN" for n in self.nodes})
         return leader
 
     def first_port(self, client: Client) -> int:
@@ -707,9 +708,7 @@ def trial_parser(doc: str, clients: int, trials: int) -> tuple[argparse.Argument
     r.add_argument("--request-timeout", type=float, default=10, help="bound on one connect or request (default 10 s)")
     r.add_argument("--trial-timeout", type=float, default=None, help="bound on one whole trial (default: derived)")
     r.add_argument("--log-dir", required=True, help="daemon logs go here (trialN-nI.log)")
-    q = sub.add_parser("report", help="markdown from the last JSON line of a results file")
-    q.add_argument("results")
-    q.add_argument("--command", default=None, help="the command line to quote")
+    add_report_parser(sub)
     return p, r
 
 

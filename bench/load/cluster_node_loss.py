@@ -8,7 +8,7 @@ Subcommands:
   report  The markdown section from the last JSON line of a results file.
 
 It is cluster_failover.py's trial with relaying standbys, and imports its daemon and client
-helpers (its `Trial`, `Node`, `Client`, `watch`, `recover`, `Fixtures`, `poll`): cluster_failover.py kills the leader of idle standbys, whose clients all sit
+helpers (its `Trial`, `Client`, `watch`, `recover`, `Fixtures`, `poll`): cluster_failover.py kills the leader of idle standbys, whose clients all sit
 on the leader. Here every daemon serves (`store.postgres_standby` relay), so a dead node's
 clients are the ones on it. Each trial:
 
@@ -50,7 +50,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from cluster_failover import (  # noqa: E402
-    HOST, NODES, BenchError, Client, Fixtures, Node, checked, median, ms, percentile, poll, recover, trial_parser, watch)
+    HOST, NODES, BenchError, Client, Fixtures, checked, median, ms, percentile, poll, recover, trial_parser, watch)
 from cluster_failover import Trial as FailoverTrial  # noqa: E402
 from cluster_relay import bench_main  # noqa: E402
 
@@ -76,34 +76,11 @@ class Trial(FailoverTrial):
     placed per node, and the victim chosen by --kill."""
 
     async def start_cluster(self) -> None:
-        opts, fx = self.opts, self.fx
-        url = await asyncio.to_thread(self.pg.create_database, f"node_loss_t{self.number}")
-        config = fx.write_config(self.dir / "switchboard.json", {})
-        ports = fx.free_tcp_ports(2 * NODES)
-        env = fx.base_env(STORE_KIND="postgres", STORE_POSTGRES_URL=url, STORE_POSTGRES_LEASE_MS=opts.lease_ms,
-                          STORE_POSTGRES_STANDBY="relay", **fx.lifted_caps)
-        for i in range(NODES):
-            name = f"n{i}"
-            (self.dir / name).mkdir()
-            self.nodes[name] = Node(name, self.binary, ports[2 * i], ports[2 * i + 1], self.dir / name, config, env,
-                                    self.log_dir / f"trial{self.number}-{name}.log")
-        first = self.nodes["n0"]
-        first.start()
-        await poll(lambda: (self.check_alive(), first.ready_at)[1], opts.start_timeout, "n0 leading")
-        for name in ("n1", "n2"):
-            await asyncio.sleep(random.uniform(0, opts.lease_ms / 3000))  # a phase against the renewals, not a wait
-            self.nodes[name].start()
-        self.lb = fx.HAProxy({n: f"{HOST}:{node.port}" for n, node in self.nodes.items()},
-                             ready_ports={n: node.admin_port for n, node in self.nodes.items()}, check_inter_ms=opts.check_ms)
-        await asyncio.to_thread(self.lb.start)
+        """Relaying standbys: every daemon serves, and HAProxy sends clients to all three."""
+        await self.start_daemons("relay")
         for name, node in self.nodes.items():
-            await poll(lambda node=node: (self.check_alive(), ready(node))[1], opts.start_timeout, f"{name} ready")
-        wanted = {n: "UP" for n in self.nodes}
-        deadline = time.monotonic() + opts.start_timeout
-        while (states := await asyncio.to_thread(self.lb.backend_states)) != wanted:
-            if time.monotonic() >= deadline:
-                raise BenchError(f"HAProxy did not see all three UP within {opts.start_timeout:.0f} s: {states}")
-            await asyncio.sleep(0.02)  # the pause between polls
+            await poll(lambda node=node: (self.check_alive(), ready(node))[1], self.opts.start_timeout, f"{name} ready")
+        await self.wait_balanced({n: "UP" for n in self.nodes})
 
     def first_port(self, client: Client) -> int:
         """Client i connects straight to node i mod 3 (its reconnects go through HAProxy)."""

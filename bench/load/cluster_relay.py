@@ -359,9 +359,7 @@ def parse_args(argv: list[str]):
     r.add_argument("--start-timeout", type=float, default=60, help="bound on the daemons' start (default 60 s)")
     r.add_argument("--reply-timeout", type=float, default=5, help="bound on one round trip or socket open (default 5 s)")
     r.add_argument("--log-dir", required=True, help="daemon logs go here (runN-A.log, runN-B.log)")
-    q = sub.add_parser("report", help="markdown from the last JSON line of a results file")
-    q.add_argument("results")
-    q.add_argument("--command", help="the command line to quote")
+    add_report_parser(sub)
     opts = p.parse_args(argv)
     if opts.subcommand == "run":
         opts.messages = opts.messages or (100 if opts.quick else 500)
@@ -371,6 +369,13 @@ def parse_args(argv: list[str]):
         # The bound on one run: the daemons' start, then 50 ms a round trip on average at worst.
         opts.run_timeout = 2 * opts.start_timeout + 30 + 0.05 * 3 * (opts.messages + opts.warmup)
     return opts
+
+
+def add_report_parser(sub) -> None:
+    """The cluster drivers' `report RESULTS [--command C]` subcommand."""
+    q = sub.add_parser("report", help="markdown from the last JSON line of a results file")
+    q.add_argument("results")
+    q.add_argument("--command", default=None, help="the command line to quote")
 
 
 def bench_main(name: str, opts, run_bench, render, summary=None) -> int:
