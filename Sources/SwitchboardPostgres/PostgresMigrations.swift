@@ -158,6 +158,19 @@ enum PostgresMigrations {
         ),
         // Each node's open client sockets, written at each renewal (`GET /v1/nodes`).
         ("v8_node_sockets", ["ALTER TABLE node ADD COLUMN sockets INTEGER NOT NULL DEFAULT 0"]),
+        // Which node runs each call (ADR 0012, step 3): held while the node's own lease runs,
+        // the generation one more at each takeover; every write of a call checks it.
+        (
+            "v9_call_owner",
+            [
+                """
+                CREATE TABLE call_owner (
+                  cid TEXT COLLATE "C" PRIMARY KEY, node TEXT COLLATE "C" NOT NULL, generation BIGINT NOT NULL,
+                  claimed_at TIMESTAMPTZ NOT NULL)
+                """,
+                "CREATE INDEX call_owner_on_node ON call_owner (node)",
+            ]
+        ),
     ]
 
     /// The names of every migration this build knows, in order.

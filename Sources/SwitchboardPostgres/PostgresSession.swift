@@ -113,6 +113,9 @@ final class PostgresSession: @unchecked Sendable {
         }
     }
 
+    /// Whoever holds the session last (the store, or a call ownership made from it) closes it.
+    deinit { close() }
+
     /// Closes the connection; a later call opens another. Waits for the close, but not on an
     /// event loop's thread (the store's last reference may go there), where it only starts it.
     func close() {

@@ -28,6 +28,12 @@ public final class PostgresStore: @unchecked Sendable {
         get { fenceLock.withLock { fenceState.onFenced } }
         set { fenceLock.withLock { fenceState.onFenced = newValue } }
     }
+    /// The node whose calls this store writes (``ownCalls(as:)``); `nil`: every call (one daemon, tests).
+    var callOwnership: PostgresCallOwnership? {
+        get { fenceLock.withLock { ownershipState } }
+        set { fenceLock.withLock { ownershipState = newValue } }
+    }
+    private var ownershipState: PostgresCallOwnership?
     private let fenceLock = NSLock()
     private var fenceState: (fence: Fence?, onFenced: (@Sendable (Fence) -> Void)?) = (nil, nil)
 

@@ -1,0 +1,113 @@
+import Foundation
+import SwitchboardCore
+
+/// The in-memory twin of the call ownership a shared store keeps (`call_owner` on PostgreSQL):
+/// a ``Table`` several nodes share, one ``InMemoryCallOwnership`` per node. A node is live from
+/// its first handle until ``Table/lapse(_:)``; ``Table/renew(_:)`` brings it back.
+public final class InMemoryCallOwnership: CallOwnership, @unchecked Sendable {
+    /// What every node sees: each call's owner and which nodes' leases lapsed.
+    public final class Table: @unchecked Sendable {
+        let lock = NSLock()
+        var owners: [CallCID: CallOwner] = [:]
+        var live: Set<String> = []
+
+        public init() {}
+
+        /// Node `node`'s lease lapses: another node may take its calls.
+        public func lapse(_ node: String) { lock.withLock { _ = live.remove(node) } }
+
+        /// Node `node` renews its lease again.
+        public func renew(_ node: String) { lock.withLock { _ = live.insert(node) } }
+
+        /// Runs `body` while no claim can change an owner (as a row lock held by a write).
+        func holding<T>(_ body: () throws -> T) rethrows -> T { try lock.withLock(body) }
+    }
+
+    public let node: String
+    public let table: Table
+    /// The generation this node claimed each call it holds at.
+    private var claimed: [CallCID: Int64] = [:]
+
+    public init(node: String, table: Table = Table()) {
+        self.node = node
+        self.table = table
+        table.renew(node)
+    }
+
+    public func claim(_ cids: [CallCID]) throws -> [CallCID: CallOwner] {
+        table.holding {
+            var result: [CallCID: CallOwner] = [:]
+            guard table.live.contains(node) else {
+                // A node whose own lease lapsed claims nothing.
+                for cid in cids { result[cid] = table.owners[cid] }
+                return result
+            }
+            for cid in Set(cids) {
+                let owner: CallOwner
+                switch table.owners[cid] {
+                case nil: owner = CallOwner(node: node, generation: 1)
+                case let held? where held.node == node: owner = held
+                case let held? where !table.live.contains(held.node): owner = CallOwner(node: node, generation: held.generation + 1)
+                case let held?: owner = held
+                }
+                table.owners[cid] = owner
+                if owner.node == node { claimed[cid] = owner.generation } else { claimed[cid] = nil }
+                result[cid] = owner
+            }
+            return result
+        }
+    }
+
+    public func release(_ cids: [CallCID]) throws {
+        table.holding {
+            for cid in cids where table.owners[cid]?.node == node {
+                table.owners[cid] = nil
+                claimed[cid] = nil
+            }
+        }
+    }
+
+    public func owners(of cids: [CallCID]) throws -> [CallCID: CallOwner] {
+        table.holding { table.owners.filter { cids.contains($0.key) } }
+    }
+
+    /// Refuses (`unavailable`) a batch touching a call this node does not hold at the generation
+    /// it claimed; the caller holds ``Table/holding(_:)``.
+    func admit(_ mutations: [CallMutation]) throws {
+        for text in CallMutation.calls(in: mutations).sorted() {
+            guard let cid = CallCID(cid: text), let generation = claimed[cid] else {
+                throw SwitchboardError(.unavailable, "call \(text) is not claimed by node \(node)")
+            }
+            guard table.owners[cid] == CallOwner(node: node, generation: generation) else {
+                claimed[cid] = nil
+                throw SwitchboardError(.unavailable, "call \(text) was taken over from node \(node) by another node")
+            }
+        }
+    }
+}
+
+/// One node's view of an ``InMemoryCallStore`` several nodes share: its writes are refused
+/// unless the node holds every call they touch (the check and the write under one lock, as
+/// PostgreSQL's row lock makes a takeover wait for a write under way).
+public final class OwnedCallStore: CallStore, @unchecked Sendable {
+    public let base: InMemoryCallStore
+    public let ownership: InMemoryCallOwnership
+
+    public init(base: InMemoryCallStore, ownership: InMemoryCallOwnership) {
+        self.base = base
+        self.ownership = ownership
+    }
+
+    public func apply(_ mutations: [CallMutation]) throws {
+        try ownership.table.holding {
+            try ownership.admit(mutations)
+            try base.apply(mutations)
+        }
+    }
+
+    public func loadLiveState() throws -> CallStateSnapshot { try base.loadLiveState() }
+    public func loadCall(_ cid: CallCID) throws -> (call: CallRecord, members: [MemberRecord])? { try base.loadCall(cid) }
+    public func listCalls(_ query: CallQuery) throws -> CallPage { try base.listCalls(query) }
+    public func callDetail(_ cid: CallCID, eventLimit: Int) throws -> CallDetail? { try base.callDetail(cid, eventLimit: eventLimit) }
+    public func lastEvent(of cid: CallCID, type: String) throws -> CallEventRecord? { try base.lastEvent(of: cid, type: type) }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import PostgresNIO
+import SwitchboardCore
+import SwitchboardPostgres
+import SwitchboardTesting
+import XCTest
+
+/// What every ``CallOwnership`` does with the store it fences, written once and run against the
+/// in-memory twin and PostgreSQL (the classes below). Each check gets a new database several
+/// nodes share: ``Database/node(_:)`` is one node's store and ownership on it (a live node),
+/// ``Database/lapse(_:)`` lets a node's lease lapse.
+struct CallOwnershipContract {
+    struct Database {
+        let node: (String) throws -> (store: any CallStore, ownership: any CallOwnership)
+        let lapse: (String) throws -> Void
+    }
+
+    let makeDatabase: () throws -> Database
+
+    private let c1 = CallCID(type: "default", id: "c1")!, c2 = CallCID(type: "default", id: "c2")!, c3 = CallCID(type: "default", id: "c3")!
+    private let at = Date(timeIntervalSince1970: 1_800_000_000)
+
+    private func call(_ cid: CallCID, custom: String = "") -> CallRecord {
+        var record = CallRecord(cid: cid, createdBy: UserID("alice")!, createdAt: at)
+        record.custom = .object(["v": .string(custom)])
+        return record
+    }
+
+    private func assertRefused(_ body: @autoclosure () throws -> Void, _ words: String, line: UInt = #line) {
+        XCTAssertThrowsError(try body(), line: line) { error in
+            XCTAssertEqual((error as? SwitchboardError)?.code, .unavailable, "\(error)", line: line)
+            XCTAssertTrue("\(error)".contains(words), "\(error)", line: line)
+        }
+    }
+
+    /// A claim takes calls nobody holds (generation 1), keeps those another live node holds
+    /// and leaves this node's own unchanged; repeated cids count once.
+    func aClaimTakesFreeCallsAndLeavesLiveHolds() throws {
+        let database = try makeDatabase()
+        let a = try database.node("node-a").ownership, b = try database.node("node-b").ownership
+        XCTAssertEqual(a.node, "node-a")
+        XCTAssertEqual(try a.claim([c1, c2, c1]), [c1: CallOwner(node: "node-a", generation: 1), c2: CallOwner(node: "node-a", generation: 1)])
+        XCTAssertEqual(try b.claim([c1, c3]), [c1: CallOwner(node: "node-a", generation: 1), c3: CallOwner(node: "node-b", generation: 1)])
+        XCTAssertEqual(try b.claimOrReport([c1, c3]), [c1: CallOwner(node: "node-a", generation: 1)], "what stays elsewhere")
+        XCTAssertEqual(try a.claim([c1]), [c1: CallOwner(node: "node-a", generation: 1)], "its own: unchanged")
+        XCTAssertEqual(try a.claim([]), [:])
+        XCTAssertEqual(
+            try b.owners(of: [c1, c2, c3, CallCID(type: "default", id: "never")!]),
+            [c1: CallOwner(node: "node-a", generation: 1), c2: CallOwner(node: "node-a", generation: 1), c3: CallOwner(node: "node-b", generation: 1)])
+    }
+
+    /// Once a node's lease lapsed, another node's claim takes its calls with the next
+    /// generation; the old owner, back, finds them held and cannot take them back while the new
+    /// owner lives.
+    func aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() throws {
+        let database = try makeDatabase()
+        let a = try database.node("node-a").ownership, b = try database.node("node-b").ownership
+        _ = try a.claim([c1, c2])
+        try database.lapse("node-a")
+        XCTAssertEqual(try b.claim([c1]), [c1: CallOwner(node: "node-b", generation: 2)])
+        XCTAssertEqual(try b.owners(of: [c1, c2]), [c1: CallOwner(node: "node-b", generation: 2), c2: CallOwner(node: "node-a", generation: 1)],
+            "only what was claimed moves")
+        XCTAssertEqual(try b.claim([c1]), [c1: CallOwner(node: "node-b", generation: 2)], "no new generation for its own")
+        try database.lapse("node-b")
+        let again = try database.node("node-a").ownership
+        XCTAssertEqual(try again.claim([c1]), [c1: CallOwner(node: "node-a", generation: 3)], "a live node again, the other lapsed")
+    }
+
+    /// A node whose own lease lapsed claims nothing.
+    func aLapsedNodeClaimsNothing() throws {
+        let database = try makeDatabase()
+        let a = try database.node("node-a").ownership
+        try database.lapse("node-a")
+        XCTAssertEqual(try a.claim([c1]), [:])
+        XCTAssertEqual(try a.owners(of: [c1]), [:])
+    }
+
+    /// A release frees only this node's calls: another node then claims them.
+    func aReleaseFreesOnlyThisNodesCalls() throws {
+        let database = try makeDatabase()
+        let a = try database.node("node-a").ownership, b = try database.node("node-b").ownership
+        _ = try a.claim([c1])
+        _ = try b.claim([c2])
+        try a.release([c1, c2])
+        XCTAssertEqual(try a.owners(of: [c1, c2]), [c2: CallOwner(node: "node-b", generation: 1)])
+        XCTAssertEqual(try b.claim([c1]), [c1: CallOwner(node: "node-b", generation: 1)])
+    }
+
+    /// The store writes a call only for the node holding it at the generation it claimed: a
+    /// call never claimed, released, or taken over by another node is refused `unavailable` and
+    /// the whole batch writes nothing; batches touching no call pass; the new owner writes.
+    func writesNeedTheCallsHeldAtTheirGeneration() throws {
+        let database = try makeDatabase()
+        let (storeA, a) = try database.node("node-a"), (storeB, b) = try database.node("node-b")
+        assertRefused(try storeA.apply([.saveCall(call(c1))]), "not claimed")
+        let connection = ConnectionRecord(id: ClientConnectionID("conn-1"), userID: UserID("alice")!, resumeToken: "r", connectedAt: at, tokenExpiresAt: at.addingTimeInterval(3600))
+        try storeA.apply([.saveConnection(connection)])
+        _ = try a.claim([c1, c2])
+        try storeA.apply([.saveCall(call(c1, custom: "a1")), .saveCall(call(c2, custom: "a1"))])
+        try database.lapse("node-a")
+        _ = try b.claim([c1])
+        assertRefused(try storeA.apply([.saveCall(call(c2, custom: "a2")), .saveCall(call(c1, custom: "a2"))]), "taken over")
+        XCTAssertEqual(try storeB.loadCall(c2)?.call.custom, .object(["v": .string("a1")]), "nothing of the refused batch, its other call neither")
+        XCTAssertEqual(try storeB.loadCall(c1)?.call.custom, .object(["v": .string("a1")]))
+        assertRefused(try storeA.apply([.saveCall(call(c1, custom: "a3"))]), "not claimed")
+        try storeB.apply([.saveCall(call(c1, custom: "b1"))])
+        XCTAssertEqual(try storeA.loadCall(c1)?.call.custom, .object(["v": .string("b1")]), "the old owner still reads")
+        try storeA.apply([.saveCall(call(c2, custom: "a4"))])
+        try b.release([c1])
+        assertRefused(try storeB.apply([.saveCall(call(c1, custom: "b2"))]), "not claimed")
+    }
+}
+
+/// One test per ``CallOwnershipContract`` check, for each implementation.
+protocol CallOwnershipContractCases {
+    func test_aClaimTakesFreeCallsAndLeavesLiveHolds() throws
+    func test_aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() throws
+    func test_aLapsedNodeClaimsNothing() throws
+    func test_aReleaseFreesOnlyThisNodesCalls() throws
+    func test_writesNeedTheCallsHeldAtTheirGeneration() throws
+}
+
+final class InMemoryCallOwnershipContractTests: XCTestCase, CallOwnershipContractCases {
+    private let contract = CallOwnershipContract(makeDatabase: {
+        let table = InMemoryCallOwnership.Table(), base = InMemoryCallStore()
+        return CallOwnershipContract.Database(
+            node: { node in
+                let ownership = InMemoryCallOwnership(node: node, table: table)
+                return (OwnedCallStore(base: base, ownership: ownership), ownership)
+            },
+            lapse: { table.lapse($0) })
+    })
+    func test_aClaimTakesFreeCallsAndLeavesLiveHolds() throws { try contract.aClaimTakesFreeCallsAndLeavesLiveHolds() }
+    func test_aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() throws { try contract.aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() }
+    func test_aLapsedNodeClaimsNothing() throws { try contract.aLapsedNodeClaimsNothing() }
+    func test_aReleaseFreesOnlyThisNodesCalls() throws { try contract.aReleaseFreesOnlyThisNodesCalls() }
+    func test_writesNeedTheCallsHeldAtTheirGeneration() throws { try contract.writesNeedTheCallsHeldAtTheirGeneration() }
+}
+
+/// Against a real PostgreSQL server: each node a store of its own with a registered `node` row
+/// (its lease a minute; lapsed by setting it back on the server's clock).
+final class PostgresCallOwnershipContractTests: XCTestCase, CallOwnershipContractCases {
+    private var contract: CallOwnershipContract {
+        CallOwnershipContract(makeDatabase: {
+            let configuration = try PostgresTestServer.running().database()
+            return CallOwnershipContract.Database(
+                node: { node in
+                    let store = try PostgresStore(configuration: configuration)
+                    try store.registerNode(id: node, description: "test", lease: .seconds(60))
+                    return (store, store.ownCalls(as: node))
+                },
+                lapse: { node in
+                    let connection = try PostgresTestServer.running().connect(database: configuration.database)
+                    defer { try? connection.close().wait() }
+                    _ = try connection.query("UPDATE node SET lease_until = now() - interval '1 second' WHERE id = \(node)", logger: PostgresTestServer.logger).wait()
+                })
+        })
+    }
+    func test_aClaimTakesFreeCallsAndLeavesLiveHolds() throws { try contract.aClaimTakesFreeCallsAndLeavesLiveHolds() }
+    func test_aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() throws { try contract.aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() }
+    func test_aLapsedNodeClaimsNothing() throws { try contract.aLapsedNodeClaimsNothing() }
+    func test_aReleaseFreesOnlyThisNodesCalls() throws { try contract.aReleaseFreesOnlyThisNodesCalls() }
+    func test_writesNeedTheCallsHeldAtTheirGeneration() throws { try contract.writesNeedTheCallsHeldAtTheirGeneration() }
+}
