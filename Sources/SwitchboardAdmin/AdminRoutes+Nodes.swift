@@ -18,11 +18,14 @@ public struct ClusterNode: Sendable, Equatable, Encodable {
     /// The client WebSockets open on the node (its own listener's, relayed ones included), as of
     /// its last renewal.
     public var sockets: Int
+    /// The live calls the node runs (with PostgreSQL: those it holds the claim of).
+    public var calls: Int
 
     public init(
-        id: String, role: Role, current: Bool, description: String, startedAt: Date, lastSeen: Date, leaseUntil: Date, sockets: Int = 0
+        id: String, role: Role, current: Bool, description: String, startedAt: Date, lastSeen: Date, leaseUntil: Date, sockets: Int = 0, calls: Int = 0
     ) {
         self.sockets = sockets
+        self.calls = calls
         self.id = id
         self.role = role
         self.current = current
@@ -45,6 +48,8 @@ public struct ClusterView: Sendable, Equatable, Encodable {
     public var nodes: [ClusterNode]
     /// The client WebSockets open on the live nodes, together.
     public var sockets: Int { nodes.filter { $0.role != .dead }.reduce(0) { $0 + $1.sockets } }
+    /// The live calls the live nodes run, together.
+    public var calls: Int { nodes.filter { $0.role != .dead }.reduce(0) { $0 + $1.calls } }
 
     public init(store: String, leader: String?, generation: Int64?, nodes: [ClusterNode]) {
         self.store = store
@@ -65,13 +70,13 @@ public struct ClusterView: Sendable, Equatable, Encodable {
                 let role: ClusterNode.Role = row.leaseUntil <= now ? .dead : row.id == leading ? .leader : .standby
                 return ClusterNode(
                     id: row.id, role: role, current: row.id == current, description: row.description, startedAt: row.startedAt, lastSeen: row.lastSeen,
-                    leaseUntil: row.leaseUntil, sockets: row.sockets)
+                    leaseUntil: row.leaseUntil, sockets: row.sockets, calls: row.calls)
             }.sorted { ($0.role.order, $0.id) < ($1.role.order, $1.id) })
     }
 }
 
 extension ClusterView {
-    private enum CodingKeys: String, CodingKey { case store, leader, generation, nodes, sockets }
+    private enum CodingKeys: String, CodingKey { case store, leader, generation, nodes, sockets, calls }
 
     /// `leader` and `generation` are written as `null` when absent, as the document says.
     public func encode(to encoder: any Encoder) throws {
@@ -81,6 +86,7 @@ extension ClusterView {
         try container.encode(generation, forKey: .generation)
         try container.encode(nodes, forKey: .nodes)
         try container.encode(sockets, forKey: .sockets)
+        try container.encode(calls, forKey: .calls)
     }
 }
 

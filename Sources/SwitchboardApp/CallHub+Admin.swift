@@ -26,6 +26,12 @@ extension CallHub: CallAdministration {
     /// on it get `call_ended` rather than `call_not_found`.
     private func load(_ cid: CallCID) throws(SwitchboardError) {
         guard !queue.sync(execute: { gateway.holds(cid) }) else { return }
+        if let refusal = queue.sync(execute: { () -> SwitchboardError? in
+            defer { gateway.clearRefusals() }
+            return claim([cid]).isEmpty ? gateway.refusedCalls[cid] : nil
+        }) {
+            throw refusal
+        }
         guard let (record, members) = try storeCall({ () throws -> (call: CallRecord, members: [MemberRecord])? in try store.loadCall(cid) }) else {
             return
         }

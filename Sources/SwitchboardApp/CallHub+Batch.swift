@@ -87,9 +87,16 @@ extension CallHub {
 
     /// Loads these calls from the store into the gateway.
     private func preload(_ cids: [CallCID]) {
-        for cid in cids where !gateway.holds(cid) {
+        for cid in claim(cids.filter { !gateway.holds($0) }) where !gateway.holds(cid) {
             do {
-                if let (record, members) = try store.loadCall(cid) { gateway.adopt(record, members: members) }
+                if ownership != nil {
+                    // Maybe taken over from another node: with the sessions it left running.
+                    if let detail = try store.callDetail(cid, eventLimit: 0) {
+                        gateway.adopt(detail.call, members: detail.members, sessions: detail.sessions)
+                    }
+                } else if let (record, members) = try store.loadCall(cid) {
+                    gateway.adopt(record, members: members)
+                }
             } catch {
                 logger.error("loading a call failed", metadata: ["call.cid": "\(cid)", "error": "\(error)"])
             }
@@ -111,6 +118,7 @@ extension CallHub {
         var output = CallGatewayOutput()
         let now = wallClock()
         body(&gateway, &output, now)
+        gateway.clearRefusals()
         gateway.addWebhooks(into: &output, now: now, newID: newID)
         if outOfSync {
             // Memory may be ahead of the store: nothing is committed or answered from it.
@@ -133,7 +141,8 @@ extension CallHub {
             committed = false
             let snapshot: CallStateSnapshot?
             do {
-                snapshot = try store.loadLiveState()
+                forgetLostCalls()
+                snapshot = owned(try store.loadLiveState())
             } catch {
                 logger.critical(
                     "the store can be neither written nor read; call requests are refused until it can be read again",
@@ -148,7 +157,8 @@ extension CallHub {
     /// Rebuilds the calls from the store once it can be read again (after ``outOfSync``).
     private func resync() {
         guard let snapshot = try? store.loadLiveState() else { return }
-        _ = gateway.rollBack(CallGatewayOutput(), snapshot: snapshot)
+        let mine = owned(snapshot)
+        _ = gateway.rollBack(CallGatewayOutput(), snapshot: mine)
         let placement = self.placement
         gateway.restoreSFUs { placement.current($0) }
         outOfSync = false

@@ -31,6 +31,13 @@ public final class CallHub: @unchecked Sendable {
     var roomsChanged: (@Sendable () -> Void)?
     /// Told after every commit that wrote webhook messages (the delivery worker's inbox).
     var webhooksCommitted: (@Sendable ([PendingWebhook]) -> Void)?
+    /// On a store several daemons share: the calls this node claimed and runs (ADR 0012), and
+    /// how long a start waits for calls a live node still holds. `nil`: it runs every call.
+    var ownership: (any CallOwnership)?
+    var claimed: Set<CallCID> = []
+    var claimWait: Duration = .zero
+    /// Ticks since calls that left memory were last given up (``releaseEvicted()``).
+    var ticksSinceRelease = 0
     /// Events queued by ``enqueue(_:)`` and whether a drain is scheduled (any thread).
     let inbox = Mutex(Inbox())
 
@@ -71,7 +78,7 @@ public final class CallHub: @unchecked Sendable {
     /// Rebuilds live calls, ring deadlines, sessions and resumable connections from the store
     /// (sessions whose connection is unknown leave), then starts the deadline timer.
     public func start(transport: any OutboundTransport) throws {
-        let snapshot = try store.loadLiveState()
+        let snapshot = try claimedLiveState()
         try queue.sync {
             self.transport = transport
             var output = CallGatewayOutput()
@@ -117,5 +124,6 @@ public final class CallHub: @unchecked Sendable {
     func tick() {
         dispatchPrecondition(condition: .onQueue(queue))
         batch { gateway, output, now in gateway.tick(now: now, into: &output) }
+        releaseEvicted()
     }
 }

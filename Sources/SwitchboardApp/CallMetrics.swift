@@ -12,6 +12,8 @@ final class CallMetrics {
     private let callsStarted: Counter
     private let ringAnswer: Timer
     let commit: Timer
+    /// Calls this node took over from a node whose lease lapsed (ADR 0012).
+    let callsTakenOver: Counter
     private let limitedRequests: Counter
     private let ended: LabelledCounters
     private let rings: LabelledCounters
@@ -24,6 +26,7 @@ final class CallMetrics {
         sessions = Gauge(label: "switchboard_call_sessions", factory: factory)
         joins = Counter(label: "switchboard_call_joins_total", factory: factory)
         callsStarted = Counter(label: "switchboard_calls_started_total", factory: factory)
+        callsTakenOver = Counter(label: "switchboard_call_takeovers_total", factory: factory)
         ringAnswer = Timer(label: "switchboard_ring_answer_seconds", factory: factory)
         limitedRequests = Counter(label: "switchboard_rate_limited_total", dimensions: [("kind", "call_request")], factory: factory)
         commit = Timer(label: "switchboard_sqlite_commit_seconds", dimensions: [("table", "calls")], factory: factory)

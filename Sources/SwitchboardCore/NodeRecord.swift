@@ -11,9 +11,12 @@ public struct NodeRecord: Sendable, Equatable {
     public var leaseUntil: Date
     /// The client WebSockets open on the node, as of its last renewal.
     public var sockets: Int
+    /// The live calls the node runs (it holds their `call_owner` claim).
+    public var calls: Int
 
-    public init(id: String, description: String, startedAt: Date, lastSeen: Date, leaseUntil: Date, sockets: Int = 0) {
+    public init(id: String, description: String, startedAt: Date, lastSeen: Date, leaseUntil: Date, sockets: Int = 0, calls: Int = 0) {
         self.sockets = sockets
+        self.calls = calls
         self.id = id
         self.description = description
         self.startedAt = startedAt

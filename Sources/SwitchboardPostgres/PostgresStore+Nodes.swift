@@ -19,7 +19,10 @@ extension PostgresStore {
     }
 
     /// The columns ``node(_:)`` reads, in its order.
-    static let nodeColumns = "id, description, started_at, last_seen, lease_until, sockets"
+    static let nodeColumns = """
+        id, description, started_at, last_seen, lease_until, sockets,
+        (SELECT count(*) FROM call_owner o JOIN call c ON c.cid = o.cid WHERE o.node = node.id AND c.ended_at IS NULL)
+        """
 
     /// Registers node `id` (or renews its row) for `lease`, with its open client `sockets`; rows
     /// of nodes dead for a day go.
@@ -161,10 +164,12 @@ extension PostgresStore {
     }
 
     private static func node(_ row: PostgresRow) -> NodeRecord? {
-        guard let (id, description, startedAt, lastSeen, leaseUntil, sockets) = try? row.decode((String, String, Date, Date, Date, Int32).self) else {
+        guard let (id, description, startedAt, lastSeen, leaseUntil, sockets, calls) = try? row.decode((String, String, Date, Date, Date, Int32, Int64).self)
+        else {
             return nil
         }
-        return NodeRecord(id: id, description: description, startedAt: startedAt, lastSeen: lastSeen, leaseUntil: leaseUntil, sockets: Int(sockets))
+        return NodeRecord(
+            id: id, description: description, startedAt: startedAt, lastSeen: lastSeen, leaseUntil: leaseUntil, sockets: Int(sockets), calls: Int(calls))
     }
 
     private static func leadership(_ row: PostgresRow) -> Leadership? {

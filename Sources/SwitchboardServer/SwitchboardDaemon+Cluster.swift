@@ -53,7 +53,7 @@ extension SwitchboardDaemon {
                 nodes: [
                     ClusterNode(
                         id: nodeID, role: .leader, current: true, description: description, startedAt: startedAt, lastSeen: now, leaseUntil: now,
-                        sockets: transport.webSocketCount)
+                        sockets: transport.webSocketCount, calls: calls?.withGateway { $0.engine.liveCallCount } ?? 0)
                 ])
         }
         let cluster: (nodes: [NodeRecord], leader: Leadership?, now: Date)

@@ -8,6 +8,7 @@ import SwitchboardAdmin
 import SwitchboardApp
 import SwitchboardAuth
 import SwitchboardCore
+import SwitchboardPostgres
 import SwitchboardSFU
 import SwitchboardStore
 import SwitchboardTransport
@@ -342,6 +343,10 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             tokenVerifier: tokens, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) }, newID: clocks.newID,
             metricsFactory: factory, logger: logger)
         if let dispatcher = webhooks?.dispatcher { calls.onWebhooksCommitted(dispatcher.committed) }
+        if let postgres = store as? PostgresStore {
+            // Calls owned per node (ADR 0012): claimed before they are loaded, every write checked.
+            calls.ownCalls(through: postgres.ownCalls(as: nodeID), wait: configuration.postgresLease)
+        }
         try calls.start(transport: clusterTunnel ?? transport)
         hub.attach(calls: calls, path: path)
         return calls

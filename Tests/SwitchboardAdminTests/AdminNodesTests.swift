@@ -9,15 +9,16 @@ import XCTest
 final class AdminNodesTests: XCTestCase {
     private let now = Date(timeIntervalSince1970: 1_800_000_000)
 
-    private func row(_ id: String, leaseLeft seconds: TimeInterval, sockets: Int = 0) -> NodeRecord {
+    private func row(_ id: String, leaseLeft seconds: TimeInterval, sockets: Int = 0, calls: Int = 0) -> NodeRecord {
         NodeRecord(
             id: id, description: "host-\(id) pid 1", startedAt: now.addingTimeInterval(-600), lastSeen: now.addingTimeInterval(seconds - 10),
-            leaseUntil: now.addingTimeInterval(seconds), sockets: sockets)
+            leaseUntil: now.addingTimeInterval(seconds), sockets: sockets, calls: calls)
     }
 
-    func test_eachNodesSocketsAndTheLiveNodesTotal() throws {
+    func test_eachNodesSocketsAndCallsAndTheLiveNodesTotals() throws {
         let view = ClusterView(
-            store: "postgres", rows: [row("a", leaseLeft: 5, sockets: 12), row("b", leaseLeft: 5, sockets: 30), row("c", leaseLeft: -1, sockets: 7)],
+            store: "postgres",
+            rows: [row("a", leaseLeft: 5, sockets: 12, calls: 4), row("b", leaseLeft: 5, sockets: 30, calls: 9), row("c", leaseLeft: -1, sockets: 7, calls: 2)],
             leader: Leadership(node: "a", generation: 1, leaseUntil: now.addingTimeInterval(3)), current: "a", now: now)
         XCTAssertEqual(view.nodes.map(\.sockets), [12, 30, 7])
         XCTAssertEqual(view.sockets, 42, "a dead node's last count is not counted")
@@ -26,6 +27,9 @@ final class AdminNodesTests: XCTestCase {
         let body = try XCTUnwrap(try JSONSerialization.jsonObject(with: encoder.encode(view)) as? [String: Any])
         XCTAssertEqual(body["sockets"] as? Int, 42)
         XCTAssertEqual((body["nodes"] as? [[String: Any]])?.map { $0["sockets"] as? Int }, [12, 30, 7])
+        XCTAssertEqual(view.calls, 13, "a dead node's calls are not counted")
+        XCTAssertEqual(body["calls"] as? Int, 13)
+        XCTAssertEqual((body["nodes"] as? [[String: Any]])?.map { $0["calls"] as? Int }, [4, 9, 2])
     }
 
     func test_theLeaderHoldsARunningLeaseLapsedNodesAreDeadTheRestStandBy() {

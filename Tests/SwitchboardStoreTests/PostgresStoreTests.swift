@@ -231,4 +231,26 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(try new.sharedSecret("s", proposed: String(repeating: "b", count: 32)), String(repeating: "b", count: 32))
         XCTAssertEqual(try new.sharedSecret("s", proposed: String(repeating: "c", count: 32)), String(repeating: "b", count: 32), "the first one stays")
     }
+
+    /// Each node's live calls are those whose claim it holds, ended ones not counted.
+    func test_eachNodeCountsTheLiveCallsItHolds() throws {
+        let configuration = try database()
+        let a = try PostgresStore(configuration: configuration), b = try PostgresStore(configuration: configuration)
+        try a.registerNode(id: "node-a", description: "a", lease: .seconds(60))
+        try b.registerNode(id: "node-b", description: "b", lease: .seconds(60))
+        let ownsA = a.ownCalls(as: "node-a"), ownsB = b.ownCalls(as: "node-b")
+        let at = Date(timeIntervalSince1970: 1_800_000_000)
+        let cids = ["c1", "c2", "c3"].map { CallCID(type: "default", id: $0)! }
+        _ = try ownsA.claim([cids[0], cids[1]])
+        _ = try ownsB.claim([cids[2]])
+        var ended = CallRecord(cid: cids[1], createdBy: UserID("alice")!, createdAt: at)
+        ended.endedAt = at
+        ended.endedReason = .endedByUser
+        try a.apply([.saveCall(CallRecord(cid: cids[0], createdBy: UserID("alice")!, createdAt: at)), .saveCall(ended)])
+        try b.apply([.saveCall(CallRecord(cid: cids[2], createdBy: UserID("bob")!, createdAt: at))])
+        XCTAssertEqual(try a.nodes().map(\.calls), [1, 1])
+        XCTAssertEqual(try a.cluster().nodes.map(\.calls), [1, 1])
+        try ownsB.release([cids[2]])
+        XCTAssertEqual(try a.nodes().map(\.calls), [1, 0])
+    }
 }

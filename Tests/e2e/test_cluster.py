@@ -65,6 +65,8 @@ def test_a_killed_leaders_ringing_call_is_taken_over_resumed_and_times_out_once(
     ring(alice, "c1")
     bob.wait_event("call.ring", "ringing:c1")
     resume = alice.hello["resume_token"]
+    before = leader.admin_ok("GET", "/v1/nodes")
+    assert [n["calls"] for n in before["nodes"]] == [1, 0, 0] and before["calls"] == 1, "the leader runs the call"
 
     killed = time.monotonic()
     leader.kill()
@@ -75,7 +77,10 @@ def test_a_killed_leaders_ringing_call_is_taken_over_resumed_and_times_out_once(
     assert "leading the PostgreSQL database" in new.output() and "generation=2" in new.output(), new.output()
     view = new.admin_ok("GET", "/v1/nodes")
     assert view["generation"] == 2 and roles(new)[leader.pid] == "dead", view
-    assert "switchboard_leader_takeovers_total 1" in metrics_text(new), "one takeover counted"
+    metrics = metrics_text(new)
+    assert "switchboard_leader_takeovers_total 1" in metrics, "one takeover counted"
+    assert "switchboard_call_takeovers_total 1" in metrics, "the call was taken over from the dead node"
+    assert {n["role"]: n["calls"] for n in view["nodes"] if n["role"] != "standby"} == {"leader": 1, "dead": 0}, view
     leads = [e for e in new.admin_ok("GET", "/v1/audit")["entries"] if e["action"] == "cluster.lead"]
     assert [e["detail"] for e in leads] == ["generation 2", "generation 1"], leads  # newest first
     assert leads[0]["target"] == view["leader"] != leads[1]["target"], leads

@@ -232,10 +232,16 @@ def test_a_stopped_postgresql_makes_the_daemon_unready_and_it_recovers_without_a
 def test_a_call_refused_while_postgresql_is_down_does_not_exist_afterwards(postgres, daemons, tmp_path: Path) -> None:
     daemon = on_postgres(daemons, store_url(postgres, "phantom"), tmp_path / "data")
     alice = daemon.client("alice")
+    held = {"type": "default", "id": "held"}
+    assert alice.request("call.get_or_create", held)["data"]["created"]
     postgres.stop()
     wait_until(lambda: readiness(daemon)[0] == 503, STORE_DOWN_S, "/readyz 503 after PostgreSQL stopped")
     request = {"type": "ringing", "id": "refused", "members": ["bob"], "ring": True}
     assert alice.request("call.get_or_create", request)["error"]["code"] == "unavailable"
+    # A call not in memory cannot even be claimed; one in memory fails at its commit, and the
+    # store cannot be read to roll back: refused until it can, then rebuilt from it.
+    assert "claiming calls failed" in daemon.output()
+    assert alice.request("call.join", held)["error"]["code"] == "unavailable"
     retried = alice.request("call.get_or_create", request)
     assert retried["type"] == "error" and retried["error"]["code"] == "unavailable", retried
     asked = alice.request("call.get", {"type": "ringing", "id": "refused"})
@@ -248,4 +254,5 @@ def test_a_call_refused_while_postgresql_is_down_does_not_exist_afterwards(postg
     assert stored == 404, stored
     assert alice.request("call.get_or_create", request)["data"]["created"], "created now, whole"
     assert "calls rebuilt from it" in daemon.output()
+    assert alice.request("call.join", held)["type"] == "response", "the held call runs again"
     alice.close()

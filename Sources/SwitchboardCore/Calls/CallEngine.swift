@@ -73,10 +73,13 @@ public struct CallEngine: Sendable {
     }
 
     /// Makes a call the host loaded from the store known to the engine (an ended call about
-    /// to be reopened, or any call not in memory).
-    public mutating func adopt(_ record: CallRecord, members: [MemberRecord]) {
+    /// to be reopened, or any call not in memory: one taken over from another node comes with
+    /// its `sessions`, of which those of its current call session that have not left are kept).
+    public mutating func adopt(_ record: CallRecord, members: [MemberRecord], sessions: [SessionRecord] = []) {
         guard calls[record.cid] == nil, let settings = configuration.types[record.cid.type] else { return }
-        calls[record.cid] = LiveCall(record: record, settings: settings, members: members)
+        let active = record.isLive ? sessions.filter { $0.cid == record.cid && $0.callSession == record.session && $0.leftAt == nil } : []
+        calls[record.cid] = LiveCall(record: record, settings: settings, members: members, sessions: active)
+        for session in active { index(session) }
         if !record.isLive { endedCount += 1 }
         retime(record.cid)
         for member in members where member.ringState == .ringing && record.isLive {

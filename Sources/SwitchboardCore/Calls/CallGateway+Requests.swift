@@ -34,6 +34,10 @@ extension CallGateway {
                 respond(socket, id: frame.id, .failure(SwitchboardError(.forbidden, "this token may not touch \(cid)")), into: &output)
                 return
             }
+            if let cid = frame.request.cid, let refusal = refusedCalls[cid] {
+                respond(socket, id: frame.id, .failure(refusal), into: &output)
+                return
+            }
             let result = Result { () throws(SwitchboardError) -> JSONValue in
                 try callRequest(frame.request, actor: actor, remote: client.remoteAddress, placer: placer, newID: newID, now: now, out: &output.calls)
             }
@@ -94,11 +98,20 @@ extension CallGateway {
         engine.restoreSFUs(lookup)
     }
 
+    /// Requests for these calls are answered with their error until ``clearRefusals()``.
+    public mutating func refuse(_ calls: [CallCID: SwitchboardError]) {
+        refusedCalls.merge(calls) { _, new in new }
+    }
+
+    public mutating func clearRefusals() {
+        if !refusedCalls.isEmpty { refusedCalls = [:] }
+    }
+
     /// Whether the engine holds `cid` in memory.
     public func holds(_ cid: CallCID) -> Bool { engine.call(cid) != nil }
 
     /// Makes a call loaded from the store known (see ``CallEngine/adopt(_:members:)``).
-    public mutating func adopt(_ record: CallRecord, members: [MemberRecord]) {
-        engine.adopt(record, members: members)
+    public mutating func adopt(_ record: CallRecord, members: [MemberRecord], sessions: [SessionRecord] = []) {
+        engine.adopt(record, members: members, sessions: sessions)
     }
 }

@@ -24,6 +24,9 @@ public struct CallGateway: Sendable {
     /// Push devices by user, oldest first, and who owns each token.
     public internal(set) var devices: [UserID: [DeviceRecord]] = [:]
     var deviceOwners: [DeviceKey: UserID] = [:]
+    /// Calls this node cannot run now (another node holds them, or the claim failed), with the
+    /// error their requests get; the host sets it for a batch (``refuse(_:)``) and clears it after.
+    public internal(set) var refusedCalls: [CallCID: SwitchboardError] = [:]
 
     public init(configuration: CallConfiguration) {
         self.engine = CallEngine(configuration: configuration)

@@ -1,0 +1,123 @@
+import Dispatch
+import Foundation
+import SwitchboardCore
+
+/// Calls owned per node (ADR 0012, step 3): on a store several daemons share, this hub runs
+/// only the calls it claimed. It claims a call before it loads it (so it reads everything the
+/// previous owner wrote up to the takeover), its writes carry the claims (the store refuses a
+/// call it lost), and it gives calls up once they left its memory. A request for a call another
+/// live node holds is answered `unavailable`, naming the node.
+extension CallHub {
+    /// Runs only the calls `ownership` claims for this node. A start waits up to `wait` for the
+    /// live calls another live node still holds (a leader that just lost its lease renews its
+    /// node row until it stops); set before ``start(transport:)``.
+    public func ownCalls(through ownership: any CallOwnership, wait: Duration) {
+        queue.sync {
+            self.ownership = ownership
+            claimWait = wait
+        }
+    }
+
+    /// The calls this hub holds claims on.
+    public var claimedCalls: Set<CallCID> { queue.sync { claimed } }
+
+    /// How often, in ticks, calls that left memory are given up.
+    public static let releaseEveryTicks = 50
+
+    /// The store's live state at start, limited to the calls this node could claim: each claim
+    /// is tried again until `claimWait` passes, then the live state is read again (after the
+    /// claims: a call taken over is read as its previous owner last wrote it).
+    func claimedLiveState() throws -> CallStateSnapshot {
+        let (ownership, claimWait) = queue.sync { (self.ownership, self.claimWait) }
+        guard let ownership else { return try store.loadLiveState() }
+        let live = try store.loadLiveState().calls.map(\.cid)
+        let deadline = ContinuousClock.now + claimWait
+        var held = Set<CallCID>(), elsewhere: [CallCID: CallOwner] = [:]
+        while true {
+            let owners = try ownership.claim(live.filter { !held.contains($0) })
+            elsewhere = [:]
+            for cid in live where !held.contains(cid) {
+                if let owner = owners[cid], owner.node == ownership.node { held.insert(cid) } else if let owner = owners[cid] { elsewhere[cid] = owner }
+            }
+            if held.count == Set(live).count || ContinuousClock.now >= deadline { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        if !elsewhere.isEmpty || held.count < Set(live).count {
+            logger.error(
+                "live calls another node still holds were left to it",
+                metadata: ["calls": "\(Set(live).count - held.count)", "held": "\(elsewhere.map { "\($0.key)=\($0.value.node)" }.sorted().prefix(10))"])
+        }
+        let taken = try ownership.owners(of: Array(held)).values.filter { $0.node == ownership.node && $0.generation > 1 }.count
+        let snapshot = try store.loadLiveState()
+        return queue.sync {
+            if taken > 0 { metrics.callsTakenOver.increment(by: taken) }
+            claimed = held
+            return owned(snapshot)
+        }
+    }
+
+    /// `snapshot` without the calls this node does not hold (all of it without ownership).
+    func owned(_ snapshot: CallStateSnapshot) -> CallStateSnapshot {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard ownership != nil else { return snapshot }
+        var mine = snapshot
+        mine.calls = snapshot.calls.filter { claimed.contains($0.cid) }
+        mine.members = snapshot.members.filter { claimed.contains($0.cid) }
+        mine.sessions = snapshot.sessions.filter { claimed.contains($0.cid) }
+        return mine
+    }
+
+    /// Claims the calls of `cids` this hub does not hold yet, before they are loaded; those it
+    /// cannot run now are refused for the coming batch. Returns the calls it may load.
+    func claim(_ cids: [CallCID]) -> [CallCID] {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let ownership else { return cids }
+        let wanted = Array(Set(cids).subtracting(claimed))
+        guard !wanted.isEmpty else { return cids }
+        var refusals: [CallCID: SwitchboardError] = [:]
+        do {
+            let owners = try ownership.claim(wanted)
+            for cid in wanted {
+                guard let owner = owners[cid], owner.node == ownership.node else {
+                    refusals[cid] = owners[cid].map { SwitchboardError.heldElsewhere(cid, by: $0) }
+                        ?? SwitchboardError(.unavailable, "this node may not run call \(cid) now (its lease lapsed); try again")
+                    continue
+                }
+                claimed.insert(cid)
+                if owner.generation > 1 { metrics.callsTakenOver.increment() }
+            }
+        } catch {
+            logger.error("claiming calls failed", metadata: ["calls": "\(wanted.count)", "error": "\(error)"])
+            for cid in wanted { refusals[cid] = SwitchboardError(.unavailable, "the store could not be reached to claim call \(cid); try again") }
+        }
+        gateway.refuse(refusals)
+        return cids.filter { refusals[$0] == nil }
+    }
+
+    /// After a refused commit: forgets the calls another node took over (the rollback then
+    /// drops them from memory). Unknown while the store cannot be read: kept, and the next
+    /// refused commit asks again.
+    func forgetLostCalls() {
+        guard let ownership, !claimed.isEmpty, let owners = try? ownership.owners(of: Array(claimed)) else { return }
+        let lost = claimed.filter { owners[$0]?.node != ownership.node }
+        guard !lost.isEmpty else { return }
+        claimed.subtract(lost)
+        logger.warning("calls were taken over by another node; this node no longer runs them", metadata: ["calls": "\(lost.count)"])
+    }
+
+    /// Every so many ticks, gives up the claims on calls that left memory (ended and evicted).
+    func releaseEvicted() {
+        guard let ownership else { return }
+        ticksSinceRelease += 1
+        guard ticksSinceRelease >= Self.releaseEveryTicks else { return }
+        ticksSinceRelease = 0
+        let gone = claimed.filter { !gateway.holds($0) }
+        guard !gone.isEmpty else { return }
+        do {
+            try ownership.release(Array(gone))
+            claimed.subtract(gone)
+        } catch {
+            logger.warning("giving up calls that left memory failed; tried again later", metadata: ["calls": "\(gone.count)", "error": "\(error)"])
+        }
+    }
+}
