@@ -5,11 +5,11 @@ line on stdout) and `report RESULTS` (markdown from its last line).
 
 One private PostgreSQL for the whole run (Tests/e2e's `pgserver.PostgresServer`, fsync off, as in
 `scripts/bench failover` and `relay-cluster`). The daemons are started and stopped with
-cluster_relay.py's helpers (imported): `Node` (its output read by a thread into a log), `poll`,
-`fixtures` (free ports, the e2e daemon environment). Each segment is one configuration at one
-offered rate, on a fresh database and fresh daemons (ports chosen free, store.postgres_lease_ms L,
-store.postgres_standby relay, a random API secret, the per-address and per-user creation caps
-lifted as for `scripts/bench calls`):
+cluster_relay.py's helpers (imported): `Node` (its output read by a thread into a log),
+`fixtures` (free ports, the e2e daemon environment), and cluster_driver.py's `poll`. Each segment
+is one configuration at one offered rate, on a fresh database and fresh daemons (ports chosen
+free, store.postgres_lease_ms L, store.postgres_standby relay, a random API secret, the
+per-address and per-user creation caps lifted as for `scripts/bench calls`):
 
 - `1`: one daemon; it leads (its ready line) and runs every call.
 - `3`: three daemons; the first leads (ready line), then the two others start and log "relaying
@@ -53,7 +53,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from cluster_relay import READY, RELAYING, BenchError, Node, add_report_parser, bench_main, fixtures, poll  # noqa: E402
+from cluster_driver import BenchError, add_report_parser, bench_main, poll  # noqa: E402
+from cluster_relay import READY, RELAYING, Node, fixtures  # noqa: E402
 from procstat import stat_cpu_us  # noqa: E402
 
 CONFIGS = {"1": "1 node", "3": "3 nodes (1 leads, 2 relay)"}

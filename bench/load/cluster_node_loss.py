@@ -8,9 +8,11 @@ Subcommands:
   report  The markdown section from the last JSON line of a results file.
 
 It is cluster_failover.py's trial with relaying standbys, and imports its daemon and client
-helpers (its `Trial`, `Client`, `watch`, `recover`, `Fixtures`, `poll`): cluster_failover.py kills the leader of idle standbys, whose clients all sit
-on the leader. Here every daemon serves (`store.postgres_standby` relay), so a dead node's
-clients are the ones on it. Each trial:
+helpers (`Trial` from cluster_trial.py, `Client`, `watch`, `recover` from cluster_clients.py,
+`Fixtures` from cluster_daemons.py, `poll` from cluster_driver.py) and its command line
+(`trial_parser`, `checked`): cluster_failover.py kills the leader of idle standbys, whose
+clients all sit on the leader. Here every daemon serves (`store.postgres_standby` relay), so a
+dead node's clients are the ones on it. Each trial:
 
 1. A fresh database on one private PostgreSQL (fsync off); three `switchboard serve` daemons on it
    (ports chosen free, store.postgres_lease_ms L, store.postgres_standby relay). The first starts
@@ -49,10 +51,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from cluster_failover import (  # noqa: E402
-    HOST, NODES, BenchError, Client, Fixtures, checked, median, ms, percentile, poll, recover, trial_parser, watch)
-from cluster_failover import Trial as FailoverTrial  # noqa: E402
-from cluster_relay import bench_main  # noqa: E402
+from cluster_clients import Client, recover, watch  # noqa: E402
+from cluster_daemons import HOST, NODES, Fixtures, Node  # noqa: E402
+from cluster_driver import BenchError, bench_main, poll  # noqa: E402
+from cluster_failover import checked, trial_parser  # noqa: E402
+from cluster_trial import Trial as FailoverTrial  # noqa: E402
+from cluster_trial import median, ms, percentile  # noqa: E402
 
 
 def log(message: str) -> None:

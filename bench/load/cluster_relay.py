@@ -20,6 +20,9 @@ database. Then the sockets close and both daemons get SIGTERM by PID (SIGKILL af
 
 Nothing sleeps to wait for a condition: waits poll with deadlines; every round trip and run is
 bounded. Only 127.0.0.1 is used; only processes started here are ended, by PID.
+
+The error type, `poll` and the command line (`bench_main`, the `report` subcommand) are
+cluster_driver.py's, shared with the other cluster drivers.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cluster_driver import BenchError, add_report_parser, bench_main, poll  # noqa: E402 - shared with the other cluster drivers
+
 E2E = Path(__file__).resolve().parents[2] / "Tests" / "e2e"
 HOST = "127.0.0.1"
 READY = re.compile(r"ws://[0-9.]+:([0-9]+)/")
@@ -55,24 +61,8 @@ PLACEMENTS = (
 RELAYED = re.compile(r'^switchboard_cluster_relayed_total\{[^}]*direction="(\w+)"[^}]*\} ([0-9.e+]+)$', re.M)
 
 
-class BenchError(Exception):
-    """A failure the run reports in one line (exit status 1)."""
-
-
 def log(message: str) -> None:
     print(f"[relay-cluster] {message}", file=sys.stderr, flush=True)
-
-
-async def poll(condition, timeout: float, what: str, interval: float = 0.02):
-    """Poll ``condition()`` until truthy and return it; BenchError after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise BenchError(f"timed out after {timeout:.0f} s waiting for {what}")
-        await asyncio.sleep(interval)  # the pause between polls, not a wait for the condition
 
 
 class Node:
@@ -369,39 +359,6 @@ def parse_args(argv: list[str]):
         # The bound on one run: the daemons' start, then 50 ms a round trip on average at worst.
         opts.run_timeout = 2 * opts.start_timeout + 30 + 0.05 * 3 * (opts.messages + opts.warmup)
     return opts
-
-
-def add_report_parser(sub) -> None:
-    """The cluster drivers' `report RESULTS [--command C]` subcommand."""
-    q = sub.add_parser("report", help="markdown from the last JSON line of a results file")
-    q.add_argument("results")
-    q.add_argument("--command", default=None, help="the command line to quote")
-
-
-def bench_main(name: str, opts, run_bench, render, summary=None) -> int:
-    """A cluster driver's command line (this one's, cluster_calls.py's, cluster_failover.py's,
-    cluster_node_loss.py's): ``report`` prints ``render``'s table; ``run`` runs ``run_bench``
-    (SIGTERM cancels it), prints ``summary(record)`` when given, then the record as a JSON line."""
-    if opts.subcommand == "report":
-        print(render(opts.results, opts.command))
-        return 0
-
-    async def guarded() -> dict:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
-        return await run_bench(opts)
-
-    try:
-        record = asyncio.run(guarded())
-    except BenchError as error:
-        print(f"{name}: {error}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print(f"{name}: interrupted (every process started was stopped)", file=sys.stderr)
-        return 130
-    if summary is not None:
-        summary(record)
-    print(json.dumps(record, separators=(",", ":")))
-    return 0
 
 
 def main(argv: list[str]) -> int:
