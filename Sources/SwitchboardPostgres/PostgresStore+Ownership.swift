@@ -28,19 +28,31 @@ public final class PostgresCallOwnership: CallOwnership, Sendable {
         var binds = PostgresBindings()
         binds.append(texts)
         binds.append(node)
-        let owners = try session.transaction { connection in
-            // A node claims only while its own lease runs; it takes a call nobody holds, or one
-            // whose owner's lease lapsed (the next generation), and keeps its own.
-            try connection.execute(
+        // One statement, so one round trip and no transaction around it. A node claims only
+        // while its own lease runs; it takes a call nobody holds, or one whose owner's lease
+        // lapsed (the next generation), and keeps its own. The rows it did not change are read
+        // as the statement found them (a data-modifying WITH sees the table as it was).
+        let owners = try session.withConnection { connection in
+            var owners: [String: CallOwner] = [:]
+            for row in try connection.query(
                 """
-                INSERT INTO call_owner (cid, node, generation, claimed_at)
-                SELECT c, $2, 1, now() FROM unnest($1::text[]) AS c
-                WHERE EXISTS (SELECT 1 FROM node WHERE id = $2 AND lease_until > now())
-                ON CONFLICT (cid) DO UPDATE SET node = EXCLUDED.node, generation = call_owner.generation + 1, claimed_at = now()
-                WHERE call_owner.node <> EXCLUDED.node
-                  AND NOT EXISTS (SELECT 1 FROM node WHERE node.id = call_owner.node AND node.lease_until > now())
+                WITH taken AS (
+                  INSERT INTO call_owner (cid, node, generation, claimed_at)
+                  SELECT c, $2, 1, now() FROM unnest($1::text[]) AS c
+                  WHERE EXISTS (SELECT 1 FROM node WHERE id = $2 AND lease_until > now())
+                  ON CONFLICT (cid) DO UPDATE SET node = EXCLUDED.node, generation = call_owner.generation + 1, claimed_at = now()
+                  WHERE call_owner.node <> EXCLUDED.node
+                    AND NOT EXISTS (SELECT 1 FROM node WHERE node.id = call_owner.node AND node.lease_until > now())
+                  RETURNING cid, node, generation)
+                SELECT cid, node, generation FROM taken
+                UNION ALL
+                SELECT cid, node, generation FROM call_owner WHERE cid = ANY($1::text[]) AND cid NOT IN (SELECT cid FROM taken)
                 """, binds)
-            return try Self.owners(texts, connection)
+            {
+                let (cid, node, generation) = try row.decode((String, String, Int64).self)
+                owners[cid] = CallOwner(node: node, generation: generation)
+            }
+            return owners
         }
         claimed.withLock { claimed in
             for text in texts {
