@@ -217,6 +217,13 @@ let package = Package(
             path: "bench/bus",
             swiftSettings: strictSettings
         ),
+        // `scripts/bench tunnel`: a relayed batch written and read, tunnel JSON against Foundation's.
+        .executableTarget(
+            name: "switchboard-tunnel-bench",
+            dependencies: ["SwitchboardCore"],
+            path: "bench/tunnel",
+            swiftSettings: strictSettings
+        ),
         // Test support: manual clock, in-memory transport twin, WebSocket test client.
         .target(
             name: "SwitchboardTesting",

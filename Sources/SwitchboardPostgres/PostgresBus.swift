@@ -81,7 +81,7 @@ public final class PostgresBus: NodeBus {
     /// Throws `unavailable` when the database cannot take it (the caller may retry: duplicates are
     /// dropped by id).
     public func send(_ message: Message, to node: String) async throws {
-        let json = String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
+        let json = String(decoding: message.json(), as: UTF8.self)
         let channel = Self.channel(of: node)
         var used: PostgresConnection?
         do {
@@ -144,7 +144,7 @@ public final class PostgresBus: NodeBus {
     /// `nil` for a payload that is neither (logged) or a row already taken.
     private func receive(_ payload: String, on connection: PostgresConnection) async -> Message? {
         let decoder = JSONDecoder()
-        if let message = try? decoder.decode(Message.self, from: Data(payload.utf8)) { return message }
+        if let message = Message.read(Array(payload.utf8)) { return message }
         guard let reference = try? decoder.decode([String: String].self, from: Data(payload.utf8))["ref"] else {
             logger.warning("bus: a notification that is no message", metadata: ["bytes": "\(payload.utf8.count)"])
             return nil
@@ -152,7 +152,8 @@ public final class PostgresBus: NodeBus {
         do {
             let rows = try await connection.query("DELETE FROM node_message WHERE id = \(reference) RETURNING body", logger: logger)
             for try await body in rows.decode(String.self) {
-                return try decoder.decode(Message.self, from: Data(body.utf8))
+                guard let message = Message.read(Array(body.utf8)) else { throw SwitchboardError(.invalidRequest, "a stored bus message that is no message") }
+                return message
             }
         } catch {
             logger.warning("bus: a message by reference could not be read", metadata: ["error": "\(error)"])

@@ -15,6 +15,34 @@ public struct NodeMessage: Sendable, Equatable, Codable {
     }
 }
 
+extension NodeMessage {
+    /// The message as JSON, the text its `Codable` conformance writes (its body one string).
+    public func json() -> [UInt8] {
+        var out = TunnelJSONWriter(capacity: body.utf8.count + body.utf8.count / 8 + 96)
+        out.beginObject()
+        for (key, value) in [("id", id), ("from", from), ("kind", kind), ("body", body)] {
+            out.key(key)
+            out.string(value)
+        }
+        out.endObject()
+        return out.bytes
+    }
+
+    /// Reads a message's JSON; `nil` when it is no message (a payload by reference).
+    public static func read(_ bytes: [UInt8]) -> NodeMessage? {
+        try? TunnelJSONReader.read(bytes) { reader throws(TunnelJSONReader.Malformed) -> NodeMessage in
+            var fields: [String: String] = [:]
+            try reader.object { reader, key throws(TunnelJSONReader.Malformed) in
+                if ["id", "from", "kind", "body"].contains(key) { fields[key] = try reader.string() } else { try reader.skipValue() }
+            }
+            guard let id = fields["id"], let from = fields["from"], let kind = fields["kind"], let body = fields["body"] else {
+                throw reader.fail("a message without id, from, kind and body")
+            }
+            return NodeMessage(id: id, from: from, kind: kind, body: body)
+        }
+    }
+}
+
 /// The bus between the daemons of one cluster (ADR 0012): each node listens for the messages
 /// sent to it; a message to a node that does not listen is lost. `PostgresBus` carries it over
 /// the database's `LISTEN`/`NOTIFY`; `InMemoryNodeBus` (SwitchboardTesting) in process.

@@ -45,16 +45,15 @@ public struct TunnelBatch: Sendable, Equatable, Codable {
         self.handled = handled
     }
 
-    /// The batch as the JSON text of a bus message body.
+    /// The batch as the JSON text of a bus message body (TunnelBatch+JSON.swift).
     public func encoded() -> String {
-        // Encoding plain strings, numbers and arrays cannot fail.
-        String(decoding: (try? JSONEncoder().encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+        String(decoding: json(), as: UTF8.self)
     }
 
     /// Reads a bus message body; a malformed one is `invalid_request`.
     public static func decode(_ body: String) throws(SwitchboardError) -> TunnelBatch {
         do {
-            return try JSONDecoder().decode(TunnelBatch.self, from: Data(body.utf8))
+            return try read(Array(body.utf8))
         } catch {
             throw SwitchboardError(.invalidRequest, "a tunnel batch that does not decode: \(error)")
         }
