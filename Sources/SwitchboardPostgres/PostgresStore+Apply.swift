@@ -9,10 +9,8 @@ extension PostgresStore {
     public func apply(_ mutations: [CallMutation]) throws {
         try CallMutation.validate(mutations)
         let statements = try Self.statements(mutations)
-        let ownership = callOwnership
-        let held = try ownership?.generations(of: CallMutation.calls(in: mutations)) ?? []
-        try write { connection in
-            try ownership?.checkHeld(held, connection)
+        let holding = try callOwnership.map { ($0, try $0.generations(of: CallMutation.calls(in: mutations))) }
+        try write(holding: holding) { connection in
             for (sql, binds) in statements { try connection.execute(sql, binds) }
         }
     }

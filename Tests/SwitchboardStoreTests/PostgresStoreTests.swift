@@ -253,4 +253,39 @@ final class PostgresStoreTests: XCTestCase {
         try ownsB.release([cids[2]])
         XCTAssertEqual(try a.nodes().map(\.calls), [1, 0])
     }
+
+    /// A leader's store that runs calls checks both in one statement: its lead (a takeover
+    /// deposes it, the fence reported) and its calls (one taken over refuses the write).
+    func test_aLeadersWriteChecksItsLeadAndItsCallsTogether() throws {
+        let configuration = try database()
+        let old = try PostgresStore(configuration: configuration), other = try PostgresStore(configuration: configuration)
+        try old.registerNode(id: "node-a", description: "a", lease: .seconds(60))
+        try other.registerNode(id: "node-b", description: "b", lease: .seconds(60))
+        let a = try XCTUnwrap(try old.claimLeadership(node: "node-a", lease: .seconds(60)))
+        old.fence = a.fence
+        let fenced = Mutex<[PostgresStore.Fence]>([])
+        old.onFenced = { fence in fenced.withLock { $0.append(fence) } }
+        let owns = old.ownCalls(as: "node-a"), othersOwn = other.ownCalls(as: "node-b")
+        let at = Date(timeIntervalSince1970: 1_800_000_000)
+        let c1 = CallCID(type: "default", id: "c1")!, c2 = CallCID(type: "default", id: "c2")!
+        _ = try owns.claim([c1, c2])
+        try old.apply([.saveCall(CallRecord(cid: c1, createdBy: UserID("alice")!, createdAt: at))])
+
+        try admin(configuration, "UPDATE node SET lease_until = now() - interval '1 second' WHERE id = 'node-a'")
+        XCTAssertEqual(try othersOwn.claim([c2]), [c2: CallOwner(node: "node-b", generation: 2)])
+        try admin(configuration, "UPDATE node SET lease_until = now() + interval '1 minute' WHERE id = 'node-a'")
+        XCTAssertThrowsError(try old.apply([.saveCall(CallRecord(cid: c2, createdBy: UserID("alice")!, createdAt: at))])) { error in
+            XCTAssertTrue("\(error)".contains("taken over"), "\(error)")
+        }
+        XCTAssertEqual(fenced.withLock { $0 }, [], "still the leader")
+        try old.apply([.saveCall(CallRecord(cid: c1, createdBy: UserID("bob")!, createdAt: at))])
+
+        try admin(configuration, "UPDATE leader SET lease_until = now() - interval '1 second'")
+        _ = try XCTUnwrap(try other.claimLeadership(node: "node-b", lease: .seconds(60)))
+        XCTAssertThrowsError(try old.apply([.saveCall(CallRecord(cid: c1, createdBy: UserID("carol")!, createdAt: at))])) { error in
+            XCTAssertTrue("\(error)".contains("no longer leads"), "\(error)")
+        }
+        XCTAssertEqual(fenced.withLock { $0 }, [a.fence])
+        XCTAssertEqual(try old.loadCall(c1)?.call.createdBy.rawValue, "bob", "nothing after the takeover")
+    }
 }
