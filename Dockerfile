@@ -13,6 +13,7 @@ COPY Fuzz ./Fuzz
 COPY bench/placement ./bench/placement
 COPY bench/client ./bench/client
 COPY bench/bus ./bench/bus
+COPY bench/tunnel ./bench/tunnel
 COPY Examples ./Examples
 COPY config ./config
 COPY scripts ./scripts
