@@ -9,8 +9,10 @@ extension PostgresStore {
     public func apply(_ mutations: [CallMutation]) throws {
         try CallMutation.validate(mutations)
         let statements = try Self.statements(mutations)
-        let holding = try callOwnership.map { ($0, try $0.generations(of: CallMutation.calls(in: mutations))) }
-        try write(holding: holding) { connection in
+        let ownership = callOwnership
+        let held = try ownership?.generations(of: CallMutation.calls(in: mutations)) ?? []
+        try write { connection in
+            try ownership?.checkHeld(held, connection)
             for (sql, binds) in statements { try connection.execute(sql, binds) }
         }
     }

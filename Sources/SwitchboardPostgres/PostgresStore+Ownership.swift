@@ -89,33 +89,23 @@ public final class PostgresCallOwnership: CallOwnership, Sendable {
         }
     }
 
-    /// The check of every write: this node still holds each call at its generation, and (with
-    /// `leading`) still leads, in one statement that holds the rows until the transaction ends.
-    /// A call taken over is forgotten and the write refused. Returns whether it still leads.
-    func checkHeld(_ held: [(cid: String, generation: Int64)], leading fence: PostgresStore.Fence?, _ connection: PostgresSession.Connection) throws -> Bool {
+    /// The check of every write: this node still holds each call at its generation, the rows
+    /// held until the transaction ends. A call taken over is forgotten and the write refused.
+    func checkHeld(_ held: [(cid: String, generation: Int64)], _ connection: PostgresSession.Connection) throws {
+        guard !held.isEmpty else { return }
         var binds = PostgresBindings()
         binds.append(held.map(\.cid))
         binds.append(held.map(\.generation))
         binds.append(node)
-        binds.append(fence?.node ?? "")
-        binds.append(fence?.generation ?? 0)
-        // Locking reads in WITH run as their rows are fetched: both are, whole, below.
-        let row = try connection.query(
+        let rows = try connection.query(
             """
-            WITH lead AS (SELECT 1 FROM leader WHERE id = 1 AND node = $4 AND generation = $5 FOR SHARE),
-                 held AS (
-                   SELECT o.cid FROM call_owner o JOIN unnest($1::text[], $2::bigint[]) AS u(cid, generation)
-                     ON o.cid = u.cid AND o.generation = u.generation
-                   WHERE o.node = $3 FOR SHARE OF o)
-            SELECT (SELECT count(*) FROM lead), ARRAY(SELECT cid FROM held)
-            """, binds
-        ).first
-        guard let row else { throw SwitchboardError(.internalError, "the write check returned no row") }
-        let (leads, cids) = try row.decode((Int64, [String]).self)
-        if fence != nil, leads == 0 { return false }
-        let still = Set(cids)
+            SELECT o.cid FROM call_owner o JOIN unnest($1::text[], $2::bigint[]) AS u(cid, generation)
+              ON o.cid = u.cid AND o.generation = u.generation
+            WHERE o.node = $3 FOR SHARE OF o
+            """, binds)
+        let still = Set(try rows.map { try $0.decode(String.self) })
         let lost = held.map(\.cid).filter { !still.contains($0) }
-        guard !lost.isEmpty else { return true }
+        guard !lost.isEmpty else { return }
         claimed.withLock { claimed in for cid in lost { claimed[cid] = nil } }
         throw SwitchboardError(.unavailable, "call \(lost.joined(separator: ", ")) was taken over from node \(node) by another node")
     }

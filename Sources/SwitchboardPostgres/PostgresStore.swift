@@ -37,28 +37,17 @@ public final class PostgresStore: @unchecked Sendable {
     private let fenceLock = NSLock()
     private var fenceState: (fence: Fence?, onFenced: (@Sendable (Fence) -> Void)?) = (nil, nil)
 
-    /// Runs `body` as one write transaction, fenced (``fence``), and when `calls` are given,
-    /// only while their node still holds them at these generations (``PostgresCallOwnership``):
-    /// both checked by one statement, its first.
-    func write<T>(
-        holding calls: (ownership: PostgresCallOwnership, held: [(cid: String, generation: Int64)])? = nil,
-        _ body: (PostgresSession.Connection) throws -> T
-    ) throws -> T {
+    /// Runs `body` as one write transaction, fenced (``fence``).
+    func write<T>(_ body: (PostgresSession.Connection) throws -> T) throws -> T {
         let (fence, onFenced) = fenceLock.withLock { fenceState }
         return try session.transaction { connection in
-            let calls = calls.flatMap { $0.held.isEmpty ? nil : $0 }
-            let leads: Bool
-            switch (fence, calls) {
-            case (let fence?, let calls?): leads = try calls.ownership.checkHeld(calls.held, leading: fence, connection)
-            case (let fence?, nil): leads = try Self.stillLeads(fence, connection)
-            case (nil, let calls?): leads = try calls.ownership.checkHeld(calls.held, leading: nil, connection)
-            case (nil, nil): leads = true
-            }
-            if let fence, !leads {
-                onFenced?(fence)
-                throw SwitchboardError(
-                    .unavailable,
-                    "this daemon no longer leads the PostgreSQL database: another node took it over from node \(fence.node) (generation \(fence.generation))")
+            if let fence {
+                guard try Self.stillLeads(fence, connection) else {
+                    onFenced?(fence)
+                    throw SwitchboardError(
+                        .unavailable,
+                        "this daemon no longer leads the PostgreSQL database: another node took it over from node \(fence.node) (generation \(fence.generation))")
+                }
             }
             return try body(connection)
         }
