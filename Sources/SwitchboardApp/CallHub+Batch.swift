@@ -141,7 +141,6 @@ extension CallHub {
             committed = false
             let snapshot: CallStateSnapshot?
             do {
-                forgetLostCalls()
                 snapshot = owned(try store.loadLiveState())
             } catch {
                 logger.critical(

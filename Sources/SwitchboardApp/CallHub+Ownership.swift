@@ -19,7 +19,7 @@ extension CallHub {
     }
 
     /// The calls this hub holds claims on.
-    public var claimedCalls: Set<CallCID> { queue.sync { claimed } }
+    public var claimedCalls: Set<CallCID> { queue.sync { ownership?.held ?? [] } }
 
     /// How often, in ticks, calls that left memory are given up.
     public static let releaseEveryTicks = 50
@@ -32,12 +32,18 @@ extension CallHub {
         guard let ownership else { return try store.loadLiveState() }
         let live = try store.loadLiveState().calls.map(\.cid)
         let deadline = ContinuousClock.now + claimWait
-        var held = Set<CallCID>(), elsewhere: [CallCID: CallOwner] = [:]
+        var held = Set<CallCID>(), elsewhere: [CallCID: CallOwner] = [:], taken = 0
         while true {
             let owners = try ownership.claim(live.filter { !held.contains($0) })
             elsewhere = [:]
             for cid in live where !held.contains(cid) {
-                if let owner = owners[cid], owner.node == ownership.node { held.insert(cid) } else if let owner = owners[cid] { elsewhere[cid] = owner }
+                guard let owner = owners[cid] else { continue }
+                if owner.node == ownership.node {
+                    held.insert(cid)
+                    if owner.generation > 1 { taken += 1 }  // another node held it before
+                } else {
+                    elsewhere[cid] = owner
+                }
             }
             if held.count == Set(live).count || ContinuousClock.now >= deadline { break }
             Thread.sleep(forTimeInterval: 0.05)
@@ -47,11 +53,9 @@ extension CallHub {
                 "live calls another node still holds were left to it",
                 metadata: ["calls": "\(Set(live).count - held.count)", "held": "\(elsewhere.map { "\($0.key)=\($0.value.node)" }.sorted().prefix(10))"])
         }
-        let taken = try ownership.owners(of: Array(held)).values.filter { $0.node == ownership.node && $0.generation > 1 }.count
         let snapshot = try store.loadLiveState()
         return queue.sync {
             if taken > 0 { metrics.callsTakenOver.increment(by: taken) }
-            claimed = held
             return owned(snapshot)
         }
     }
@@ -59,11 +63,12 @@ extension CallHub {
     /// `snapshot` without the calls this node does not hold (all of it without ownership).
     func owned(_ snapshot: CallStateSnapshot) -> CallStateSnapshot {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard ownership != nil else { return snapshot }
+        guard let ownership else { return snapshot }
+        let held = ownership.held
         var mine = snapshot
-        mine.calls = snapshot.calls.filter { claimed.contains($0.cid) }
-        mine.members = snapshot.members.filter { claimed.contains($0.cid) }
-        mine.sessions = snapshot.sessions.filter { claimed.contains($0.cid) }
+        mine.calls = snapshot.calls.filter { held.contains($0.cid) }
+        mine.members = snapshot.members.filter { held.contains($0.cid) }
+        mine.sessions = snapshot.sessions.filter { held.contains($0.cid) }
         return mine
     }
 
@@ -72,7 +77,7 @@ extension CallHub {
     func claim(_ cids: [CallCID]) -> [CallCID] {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let ownership else { return cids }
-        let wanted = Array(Set(cids).subtracting(claimed))
+        let wanted = Set(cids).filter { !ownership.holds($0) }.sorted()
         guard !wanted.isEmpty else { return cids }
         var refusals: [CallCID: SwitchboardError] = [:]
         do {
@@ -83,7 +88,6 @@ extension CallHub {
                         ?? SwitchboardError(.unavailable, "this node may not run call \(cid) now (its lease lapsed); try again")
                     continue
                 }
-                claimed.insert(cid)
                 if owner.generation > 1 { metrics.callsTakenOver.increment() }
             }
         } catch {
@@ -94,28 +98,16 @@ extension CallHub {
         return cids.filter { refusals[$0] == nil }
     }
 
-    /// After a refused commit: forgets the calls another node took over (the rollback then
-    /// drops them from memory). Unknown while the store cannot be read: kept, and the next
-    /// refused commit asks again.
-    func forgetLostCalls() {
-        guard let ownership, !claimed.isEmpty, let owners = try? ownership.owners(of: Array(claimed)) else { return }
-        let lost = claimed.filter { owners[$0]?.node != ownership.node }
-        guard !lost.isEmpty else { return }
-        claimed.subtract(lost)
-        logger.warning("calls were taken over by another node; this node no longer runs them", metadata: ["calls": "\(lost.count)"])
-    }
-
     /// Every so many ticks, gives up the claims on calls that left memory (ended and evicted).
     func releaseEvicted() {
         guard let ownership else { return }
         ticksSinceRelease += 1
         guard ticksSinceRelease >= Self.releaseEveryTicks else { return }
         ticksSinceRelease = 0
-        let gone = claimed.filter { !gateway.holds($0) }
+        let gone = ownership.held.filter { !gateway.holds($0) }
         guard !gone.isEmpty else { return }
         do {
             try ownership.release(Array(gone))
-            claimed.subtract(gone)
         } catch {
             logger.warning("giving up calls that left memory failed; tried again later", metadata: ["calls": "\(gone.count)", "error": "\(error)"])
         }

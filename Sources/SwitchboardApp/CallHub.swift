@@ -31,10 +31,9 @@ public final class CallHub: @unchecked Sendable {
     var roomsChanged: (@Sendable () -> Void)?
     /// Told after every commit that wrote webhook messages (the delivery worker's inbox).
     var webhooksCommitted: (@Sendable ([PendingWebhook]) -> Void)?
-    /// On a store several daemons share: the calls this node claimed and runs (ADR 0012), and
-    /// how long a start waits for calls a live node still holds. `nil`: it runs every call.
+    /// On a store several daemons share: whose claims say which calls this node runs (ADR
+    /// 0012), and how long a start waits for calls a live node still holds. `nil`: every call.
     var ownership: (any CallOwnership)?
-    var claimed: Set<CallCID> = []
     var claimWait: Duration = .zero
     /// Ticks since calls that left memory were last given up (``releaseEvicted()``).
     var ticksSinceRelease = 0

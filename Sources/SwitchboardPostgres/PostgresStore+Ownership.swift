@@ -78,6 +78,14 @@ public final class PostgresCallOwnership: CallOwnership, Sendable {
         return Self.keyed(try session.withConnection { try Self.owners(texts, $0) })
     }
 
+    public func holds(_ cid: CallCID) -> Bool {
+        claimed.withLock { $0[cid.cid] != nil }
+    }
+
+    public var held: Set<CallCID> {
+        Set(claimed.withLock { $0.keys.compactMap { CallCID(cid: $0) } })
+    }
+
     /// The generations a batch touching `cids` must still hold; `unavailable` for a call this
     /// node never claimed (or released, or lost).
     func generations(of cids: Set<String>) throws -> [(cid: String, generation: Int64)] {

@@ -71,6 +71,14 @@ public final class InMemoryCallOwnership: CallOwnership, @unchecked Sendable {
         table.holding { table.owners.filter { cids.contains($0.key) } }
     }
 
+    public func holds(_ cid: CallCID) -> Bool {
+        table.holding { claimed[cid] != nil }
+    }
+
+    public var held: Set<CallCID> {
+        table.holding { Set(claimed.keys) }
+    }
+
     /// Refuses (`unavailable`) a batch touching a call this node does not hold at the generation
     /// it claimed; the caller holds ``Table/holding(_:)``.
     func admit(_ mutations: [CallMutation]) throws {

@@ -44,6 +44,10 @@ struct CallOwnershipContract {
         XCTAssertEqual(try b.claimOrReport([c1, c3]), [c1: CallOwner(node: "node-a", generation: 1)], "what stays elsewhere")
         XCTAssertEqual(try a.claim([c1]), [c1: CallOwner(node: "node-a", generation: 1)], "its own: unchanged")
         XCTAssertEqual(try a.claim([]), [:])
+        XCTAssertEqual(a.held, [c1, c2])
+        XCTAssertEqual(b.held, [c3], "a call another node keeps is not held")
+        XCTAssertTrue(a.holds(c1))
+        XCTAssertFalse(b.holds(c1))
         XCTAssertEqual(
             try b.owners(of: [c1, c2, c3, CallCID(type: "default", id: "never")!]),
             [c1: CallOwner(node: "node-a", generation: 1), c2: CallOwner(node: "node-a", generation: 1), c3: CallOwner(node: "node-b", generation: 1)])
@@ -83,6 +87,8 @@ struct CallOwnershipContract {
         _ = try b.claim([c2])
         try a.release([c1, c2])
         XCTAssertEqual(try a.owners(of: [c1, c2]), [c2: CallOwner(node: "node-b", generation: 1)])
+        XCTAssertEqual(a.held, [])
+        XCTAssertEqual(b.held, [c2], "another node's release leaves its own")
         XCTAssertEqual(try b.claim([c1]), [c1: CallOwner(node: "node-b", generation: 1)])
     }
 
@@ -99,7 +105,9 @@ struct CallOwnershipContract {
         try storeA.apply([.saveCall(call(c1, custom: "a1")), .saveCall(call(c2, custom: "a1"))])
         try database.lapse("node-a")
         _ = try b.claim([c1])
+        XCTAssertTrue(a.holds(c1), "as far as it knows, until a write finds out")
         assertRefused(try storeA.apply([.saveCall(call(c2, custom: "a2")), .saveCall(call(c1, custom: "a2"))]), "taken over")
+        XCTAssertEqual(a.held, [c2], "the call it lost is forgotten, the other kept")
         XCTAssertEqual(try storeB.loadCall(c2)?.call.custom, .object(["v": .string("a1")]), "nothing of the refused batch, its other call neither")
         XCTAssertEqual(try storeB.loadCall(c1)?.call.custom, .object(["v": .string("a1")]))
         assertRefused(try storeA.apply([.saveCall(call(c1, custom: "a3"))]), "not claimed")

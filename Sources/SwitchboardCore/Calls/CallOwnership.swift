@@ -33,6 +33,11 @@ public protocol CallOwnership: Sendable {
     func release(_ cids: [CallCID]) throws
     /// The owners of `cids` as the store holds them; a call nobody claimed is absent.
     func owners(of cids: [CallCID]) throws -> [CallCID: CallOwner]
+    /// Whether this node holds `cid` as far as it knows: claimed, and neither released nor found
+    /// taken over by a refused write (no round trip).
+    func holds(_ cid: CallCID) -> Bool
+    /// Every call this node holds as far as it knows (``holds(_:)``).
+    var held: Set<CallCID> { get }
 }
 
 extension CallOwnership {
