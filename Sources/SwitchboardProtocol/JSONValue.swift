@@ -73,7 +73,9 @@ extension JSONValue {
         return false
     }
 
-    public var int64Value: Int64? { doubleValue.map { Int64($0) } }
+    /// The number as an integer; `nil` when it has a fraction or lies outside `Int64` (a
+    /// conversion that would trap).
+    public var int64Value: Int64? { doubleValue.flatMap { Int64(exactly: $0) } }
 
     public var isNull: Bool { self == .null }
 }

@@ -76,4 +76,13 @@ final class JSONValueParsingTests: XCTestCase {
         XCTAssertEqual(JSONValue.parse(Array(#"{"a":1,"a":2}"#.utf8)), .object(["a": .number(2)]))
         XCTAssertEqual(JSONValue.parse(Array(#""\ud800x""#.utf8)), .string("\u{FFFD}x"))
     }
+
+    func test_int64ValueRefusesFractionsAndNumbersBeyondInt64InsteadOfTrapping() {
+        XCTAssertEqual(JSONValue.number(42).int64Value, 42)
+        XCTAssertEqual(JSONValue.number(-3).int64Value, -3)
+        XCTAssertNil(JSONValue.number(1.5).int64Value)
+        XCTAssertNil(JSONValue.number(1e300).int64Value)
+        XCTAssertNil(JSONValue.number(-1e19).int64Value)
+        XCTAssertNil(JSONValue.string("1").int64Value)
+    }
 }
