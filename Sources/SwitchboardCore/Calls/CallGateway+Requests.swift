@@ -3,8 +3,8 @@ import Foundation
 extension CallGateway {
     /// Runs one request of an authenticated client and answers it.
     mutating func handle(
-        _ frame: ClientFrame, on socket: ConnectionID, client: ClientConnection, placer: some CallPlacer, newID: () -> String, now: Date,
-        into output: inout CallGatewayOutput
+        _ frame: ClientFrame, bytes: [UInt8], on socket: ConnectionID, client: ClientConnection, placer: some CallPlacer, newID: () -> String,
+        now: Date, into output: inout CallGatewayOutput
     ) {
         let actor = client.actor
         switch frame.request {
@@ -38,6 +38,7 @@ extension CallGateway {
                 respond(socket, id: frame.id, .failure(refusal), into: &output)
                 return
             }
+            if forwardIfElsewhere(frame, bytes: bytes, on: socket, client: client, newID: newID, now: now, into: &output) { return }
             let result = Result { () throws(SwitchboardError) -> JSONValue in
                 try callRequest(frame.request, actor: actor, remote: client.remoteAddress, placer: placer, newID: newID, now: now, out: &output.calls)
             }
@@ -46,7 +47,7 @@ extension CallGateway {
         }
     }
 
-    private mutating func callRequest(
+    mutating func callRequest(
         _ request: ClientRequest, actor: CallActor, remote: String, placer: some CallPlacer, newID: () -> String, now: Date, out: inout CallOutput
     ) throws(SwitchboardError) -> JSONValue {
         switch request {
@@ -105,6 +106,7 @@ extension CallGateway {
 
     public mutating func clearRefusals() {
         if !refusedCalls.isEmpty { refusedCalls = [:] }
+        if !forwardedCalls.isEmpty { forwardedCalls = [:] }
     }
 
     /// Whether the engine holds `cid` in memory.

@@ -56,7 +56,7 @@ extension CallGateway {
             respond(socket, id: failure.id, .failure(failure.error), into: &output)
         case .success(let frame):
             guard admitRequest(socket, id: frame.id, now: now, into: &output) else { return }
-            handle(frame, on: socket, client: client, placer: placer, newID: newID, now: now, into: &output)
+            handle(frame, bytes: bytes, on: socket, client: client, placer: placer, newID: newID, now: now, into: &output)
         }
     }
 
@@ -108,5 +108,9 @@ extension CallGateway {
         output.calls.notices.removeAll()
         output.deliveredNotices += notices.count
         deliver(notices, into: &output)
+        if sharesCalls {
+            // Connections held elsewhere, and users who may have devices elsewhere.
+            output.remoteNotices += notices.filter { notice in !notice.users.isEmpty || notice.connections.contains { clients[$0] == nil } }
+        }
     }
 }

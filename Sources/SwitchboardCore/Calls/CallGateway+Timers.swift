@@ -8,6 +8,7 @@ extension CallGateway {
     public mutating func tick(now: Date, into output: inout CallGatewayOutput) {
         if now >= wakeAt {
             scanConnections(now: now, into: &output)
+            expireForwards(now: now, into: &output)
             wakeAt = nextConnectionDeadline(now: now)
         }
         engine.tick(now: now, out: &output.calls)
@@ -42,6 +43,7 @@ extension CallGateway {
         for state in sockets.values { earliest = min(earliest, state.lastActivity.addingTimeInterval(configuration.idleTimeout.seconds)) }
         for client in clients.values { earliest = min(earliest, deadline(of: client)) }
         if !authFailures.isEmpty { earliest = min(earliest, now.addingTimeInterval(60)) }
+        if let forward = nextForwardDeadline { earliest = min(earliest, forward) }
         return earliest
     }
 
@@ -61,6 +63,7 @@ extension CallGateway {
         if let detached = client.detachedAt {
             guard now.timeIntervalSince(detached) >= configuration.resumeWindow.seconds else { return }
             engine.connectionLost(id, now: now, out: &output.calls)
+            if sharesCalls { output.lostConnections.append(id) }
             clients[id] = nil
             userClients[client.user]?.remove(id)
             if userClients[client.user]?.isEmpty == true { userClients[client.user] = nil }

@@ -27,6 +27,14 @@ public struct CallGateway: Sendable {
     /// Calls this node cannot run now (another node holds them, or the claim failed), with the
     /// error their requests get; the host sets it for a batch (``refuse(_:)``) and clears it after.
     public internal(set) var refusedCalls: [CallCID: SwitchboardError] = [:]
+    /// Calls another live node runs, with their owner: requests for them are forwarded to it
+    /// (``forward(_:)``); set for a batch and cleared with the refusals.
+    public internal(set) var forwardedCalls: [CallCID: CallOwner] = [:]
+    /// Forwarded requests waiting for their owner's answer, by ticket.
+    var awaiting: [String: AwaitedAnswer] = [:]
+    /// Other nodes run calls too (ADR 0012, step 3): events that may reach connections held
+    /// elsewhere, and connections whose resume window passed here, are also put out for them.
+    public var sharesCalls = false
 
     public init(configuration: CallConfiguration) {
         self.engine = CallEngine(configuration: configuration)
@@ -80,6 +88,9 @@ public struct ClientConnection: Sendable, Equatable {
     /// Rebuilt after a restart and not resumed since: events sent before the restart are
     /// unknown, so a resume cannot be complete.
     var restored = false
+    /// Sessions this connection holds in calls other nodes run (from their joins' answers),
+    /// for routing its `signal.send`.
+    var remoteSessions: [SessionID: CallCID] = [:]
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.id == rhs.id && lhs.user == rhs.user && lhs.token == rhs.token && lhs.socket == rhs.socket && lhs.detachedAt == rhs.detachedAt
@@ -129,6 +140,14 @@ public struct CallGatewayOutput: Sendable {
     public var limitedRequests = 0
     /// Client connections created in this batch.
     public var createdClients: Set<ClientConnectionID> = []
+    /// For other nodes (``CallGateway/sharesCalls``), sent once the batch is committed:
+    /// requests for calls they run, answers to requests they forwarded (by the node that
+    /// forwarded each), events that may reach their connections, and connections whose resume
+    /// window passed here.
+    public var forwards: [ForwardedCallRequest] = []
+    public var answers: [(origin: String, answer: ForwardedCallAnswer)] = []
+    public var remoteNotices: [CallNotice] = []
+    public var lostConnections: [ClientConnectionID] = []
 
     public init() {}
 
@@ -145,6 +164,7 @@ extension CallGateway {
             clients[id]?.buffer.removeAll { $0.seq >= first }
             clients[id]?.nextSeq = first
         }
+        for request in output.forwards { awaiting[request.ticket] = nil }
         var orphaned: [ConnectionID] = []
         for id in output.createdClients {
             guard let client = clients.removeValue(forKey: id) else { continue }

@@ -234,15 +234,17 @@ struct Device {
 /// A ``CallGateway`` driven by hand, with tokens "verified" by the test.
 struct GatewayHarness {
     var gateway: CallGateway
-    let ids = SequentialIDs()
+    let ids: SequentialIDs
     let placer = FakePlacer()
     var now = CallFixture.base
     /// The output of the most recent step.
     var last = CallGatewayOutput()
     private var socketSerial: UInt64 = 0
 
-    init(_ configuration: CallConfiguration = CallConfiguration()) {
+    /// `idPrefix` names its ids (two harnesses standing for two nodes need different ones).
+    init(_ configuration: CallConfiguration = CallConfiguration(), idPrefix: String = "id") {
         gateway = CallGateway(configuration: configuration)
+        ids = SequentialIDs(prefix: idPrefix)
     }
 
     mutating func advance(_ seconds: TimeInterval) { now = now.addingTimeInterval(seconds) }
