@@ -45,7 +45,10 @@ extension CallHub {
             guard case .message(_, let bytes, _) = event else { return nil }
             return gateway.parse(bytes)
         }
-        preload(parsed)
+        preload(zip(events, parsed).compactMap { event, frame in
+            guard case .message(let socket, _, _) = event, let frame else { return nil }
+            return gateway.needsLoad(frame, on: socket)
+        })
         let placer = placement.placer()
         let newID = self.newID
         batch { gateway, output, now in
@@ -80,14 +83,10 @@ extension CallHub {
         return (token, resume)
     }
 
-    /// Loads calls the frames touch that are not in memory (ended, or evicted) from the store.
-    private func preload(_ frames: [Result<ClientFrame, ClientFrame.ParseFailure>?]) {
-        preload(frames.compactMap { $0.flatMap(gateway.needsLoad) })
-    }
-
-    /// Loads these calls from the store into the gateway.
-    private func preload(_ cids: [CallCID]) {
-        for cid in claim(cids.filter { !gateway.holds($0) }) where !gateway.holds(cid) {
+    /// Loads these calls from the store into the gateway, once claimed; with `forwarding`, the
+    /// requests for those another live node holds go to it (``shareCalls(peers:send:)``).
+    func preload(_ cids: [CallCID], forwarding: Bool = true) {
+        for cid in claim(cids.filter { !gateway.holds($0) }, forwarding: forwarding) where !gateway.holds(cid) {
             do {
                 if ownership != nil {
                     // Maybe taken over from another node: with the sessions it left running.
@@ -175,6 +174,7 @@ extension CallHub {
         for case .close(let socket, let code, let reason) in output.commands { commands.append(.close(socket, code, reason: reason)) }
         commands += orphaned.map { .close($0, .tryAgainLater, reason: "store unavailable") }
         _ = transport?.submit(commands)
+        refuseForwards(output, failure)
         // Token checks asked for in the batch still run: their sockets wait for an answer.
         for check in output.tokenChecks { verify(check) }
         metrics.update(from: gateway)
@@ -201,6 +201,7 @@ extension CallHub {
             placement.committed(placed: calls.placed, released: calls.releasedPlacements, refusals: calls.placementRefusals)
         }
         for check in output.tokenChecks { verify(check) }
+        sendForwards(output)
         if let roomsChanged, touchesRooms(output) { roomsChanged() }
         metrics.update(from: gateway)
     }

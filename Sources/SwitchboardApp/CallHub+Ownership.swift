@@ -73,19 +73,25 @@ extension CallHub {
     }
 
     /// Claims the calls of `cids` this hub does not hold yet, before they are loaded; those it
-    /// cannot run now are refused for the coming batch. Returns the calls it may load.
-    func claim(_ cids: [CallCID]) -> [CallCID] {
+    /// cannot run now are refused for the coming batch, or with `forwarding` on a hub that
+    /// shares calls, those another live node holds are forwarded to it. Returns the calls it
+    /// may load.
+    func claim(_ cids: [CallCID], forwarding: Bool = true) -> [CallCID] {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let ownership else { return cids }
         let wanted = Set(cids).filter { !ownership.holds($0) }.sorted()
         guard !wanted.isEmpty else { return cids }
-        var refusals: [CallCID: SwitchboardError] = [:]
+        var refusals: [CallCID: SwitchboardError] = [:], elsewhere: [CallCID: CallOwner] = [:]
         do {
             let owners = try ownership.claim(wanted)
             for cid in wanted {
                 guard let owner = owners[cid], owner.node == ownership.node else {
-                    refusals[cid] = owners[cid].map { SwitchboardError.heldElsewhere(cid, by: $0) }
-                        ?? SwitchboardError(.unavailable, "this node may not run call \(cid) now (its lease lapsed); try again")
+                    if let owner = owners[cid], forwarding, sharing != nil {
+                        elsewhere[cid] = owner
+                    } else {
+                        refusals[cid] = owners[cid].map { SwitchboardError.heldElsewhere(cid, by: $0) }
+                            ?? SwitchboardError(.unavailable, "this node may not run call \(cid) now (its lease lapsed); try again")
+                    }
                     continue
                 }
                 if owner.generation > 1 { metrics.callsTakenOver.increment() }
@@ -95,7 +101,8 @@ extension CallHub {
             for cid in wanted { refusals[cid] = SwitchboardError(.unavailable, "the store could not be reached to claim call \(cid); try again") }
         }
         gateway.refuse(refusals)
-        return cids.filter { refusals[$0] == nil }
+        gateway.forward(elsewhere)
+        return cids.filter { refusals[$0] == nil && elsewhere[$0] == nil }
     }
 
     /// Every so many ticks, gives up the claims on calls that left memory (ended and evicted).

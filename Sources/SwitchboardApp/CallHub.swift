@@ -35,6 +35,8 @@ public final class CallHub: @unchecked Sendable {
     /// 0012), and how long a start waits for calls a live node still holds. `nil`: every call.
     var ownership: (any CallOwnership)?
     var claimWait: Duration = .zero
+    /// Set when other nodes run calls too (``shareCalls(peers:send:)``). On ``queue``.
+    var sharing: CallSharing?
     /// Ticks since calls that left memory were last given up (``releaseEvicted()``).
     var ticksSinceRelease = 0
     /// Events queued by ``enqueue(_:)`` and whether a drain is scheduled (any thread).

@@ -14,6 +14,9 @@ final class CallMetrics {
     let commit: Timer
     /// Calls this node took over from a node whose lease lapsed (ADR 0012).
     let callsTakenOver: Counter
+    /// Call requests sent to the node running their call, and run here for another node's client.
+    let forwardedOut: Counter
+    let forwardedIn: Counter
     private let limitedRequests: Counter
     private let ended: LabelledCounters
     private let rings: LabelledCounters
@@ -27,6 +30,8 @@ final class CallMetrics {
         joins = Counter(label: "switchboard_call_joins_total", factory: factory)
         callsStarted = Counter(label: "switchboard_calls_started_total", factory: factory)
         callsTakenOver = Counter(label: "switchboard_call_takeovers_total", factory: factory)
+        forwardedOut = Counter(label: "switchboard_call_requests_forwarded_total", dimensions: [("direction", "out")], factory: factory)
+        forwardedIn = Counter(label: "switchboard_call_requests_forwarded_total", dimensions: [("direction", "in")], factory: factory)
         ringAnswer = Timer(label: "switchboard_ring_answer_seconds", factory: factory)
         limitedRequests = Counter(label: "switchboard_rate_limited_total", dimensions: [("kind", "call_request")], factory: factory)
         commit = Timer(label: "switchboard_sqlite_commit_seconds", dimensions: [("table", "calls")], factory: factory)

@@ -8,12 +8,10 @@ import XCTest
 /// Calls owned per node (ADR 0012): hubs of two nodes on one store, each running only the calls
 /// it claimed (the in-memory twins of the store and of `call_owner`).
 final class CallHubOwnershipTests: XCTestCase {
-    private let base = InMemoryCallStore()
-    private let table = InMemoryCallOwnership.Table()
-    private let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-    private var serial = 0
-    /// The hubs' wall clock, moved by hand (tokens last a day).
-    private let clock = ManualWallClock()
+    private let nodes = NodeHubs()
+    private var base: InMemoryCallStore { nodes.base }
+    private var table: InMemoryCallOwnership.Table { nodes.table }
+    private var clock: ManualWallClock { nodes.clock }
 
     private struct Node {
         let hub: CallHub
@@ -22,24 +20,12 @@ final class CallHubOwnershipTests: XCTestCase {
     }
 
     private func node(_ id: String, wait: Duration = .zero) throws -> Node {
-        let ownership = InMemoryCallOwnership(node: id, table: table)
-        let transport = InMemoryTransport()
-        let hub = CallHub(
-            queue: DispatchQueue(label: "test.calls.\(id)"), configuration: CallConfiguration(), store: OwnedCallStore(base: base, ownership: ownership),
-            placement: FixedPlacement(), tokenVerifier: UserIDTokenVerifier(), wallClock: { [clock] in CallHub.roundedToMilliseconds(clock.now()) }, newID: { UUID().uuidString.lowercased() },
-            logger: logger)
-        hub.ownCalls(through: ownership, wait: wait)
+        let (hub, transport, ownership) = nodes.hub(id, wait: wait)
         try hub.start(transport: transport)
         return Node(hub: hub, transport: transport, ownership: ownership)
     }
 
-    private func connect(_ node: Node, _ user: String) -> ConnectionID {
-        serial += 1
-        let socket = ConnectionID(thread: 0, serial: UInt64(serial))
-        node.hub.connectForTesting(socket, user: user, transport: node.transport)
-        _ = node.transport.drain()
-        return socket
-    }
+    private func connect(_ node: Node, _ user: String) -> ConnectionID { nodes.connect(node.hub, node.transport, user) }
 
     /// Sends one request and returns the frame answering it.
     private func request(_ node: Node, _ socket: ConnectionID, _ text: String, line: UInt = #line) throws -> [String: Any] {

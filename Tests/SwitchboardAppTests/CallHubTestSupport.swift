@@ -1,3 +1,6 @@
+import Dispatch
+import Foundation
+import Logging
 import SwitchboardApp
 import SwitchboardCore
 import SwitchboardTesting
@@ -9,5 +12,35 @@ extension CallHub {
         let before = transport.commands.count
         queue.sync { receive([.opened(socket, WebSocketUpgrade(path: "/v1/connect", query: ["token": user]))]) }
         _ = transport.waitForCommands(count: before + 1)
+    }
+}
+
+/// The hubs of several nodes on one store (ADR 0012): the in-memory twins of the store and of
+/// `call_owner`, and one wall clock moved by hand (tokens last a day).
+final class NodeHubs: @unchecked Sendable {
+    let base = InMemoryCallStore()
+    let table = InMemoryCallOwnership.Table()
+    let clock = ManualWallClock()
+    let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    private var serial = 0
+
+    /// A hub of node `id` running the calls it claims (not started), its transport and its claims.
+    func hub(_ id: String, wait: Duration = .zero) -> (hub: CallHub, transport: InMemoryTransport, ownership: InMemoryCallOwnership) {
+        let ownership = InMemoryCallOwnership(node: id, table: table)
+        let hub = CallHub(
+            queue: DispatchQueue(label: "test.calls.\(id)"), configuration: CallConfiguration(), store: OwnedCallStore(base: base, ownership: ownership),
+            placement: FixedPlacement(), tokenVerifier: UserIDTokenVerifier(), wallClock: { [clock] in CallHub.roundedToMilliseconds(clock.now()) },
+            newID: { UUID().uuidString.lowercased() }, logger: logger)
+        hub.ownCalls(through: ownership, wait: wait)
+        return (hub, InMemoryTransport(), ownership)
+    }
+
+    /// Opens an authenticated socket of `user` on `hub` (its answers drained from `transport`).
+    func connect(_ hub: CallHub, _ transport: InMemoryTransport, _ user: String) -> ConnectionID {
+        serial += 1
+        let socket = ConnectionID(thread: 0, serial: UInt64(serial))
+        hub.connectForTesting(socket, user: user, transport: transport)
+        _ = transport.drain()
+        return socket
     }
 }
