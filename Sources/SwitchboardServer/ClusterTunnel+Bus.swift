@@ -9,6 +9,10 @@ import SwitchboardPostgres
 extension ClusterTunnel {
 
     func deliver(_ message: NodeMessage) {
+        if message.kind == CallForwardBatch.messageKind {
+            deliverCalls(message)
+            return
+        }
         let batch: TunnelBatch
         do {
             batch = try TunnelBatch.decode(message.body)
@@ -153,7 +157,9 @@ extension ClusterTunnel {
 
     /// Queues `batch` for `node`, in order after what was queued before (one outbox per node).
     /// A leader's batches say it reports handled messages (``TunnelBatch/reports``).
-    func enqueue(_ state: inout State, to node: String, kind: String, _ batch: TunnelBatch, onSent: (@Sendable () -> Void)? = nil) {
+    func enqueue(
+        _ state: inout State, to node: String, kind: String, _ batch: TunnelBatch, body: String? = nil, onSent: (@Sendable () -> Void)? = nil
+    ) {
         guard !state.stopped else {
             onSent?()
             return
@@ -161,7 +167,7 @@ extension ClusterTunnel {
         var batch = batch
         if kind == TunnelBatch.commandsKind, case .leader = state.role { batch.reports = true }
         if let outbox = state.outboxes[node] {
-            outbox.enqueue(kind: kind, batch, onSent: onSent)
+            outbox.enqueue(kind: kind, batch, body: body, onSent: onSent)
             return
         }
         let outbox = TunnelOutbox(
@@ -175,12 +181,14 @@ extension ClusterTunnel {
                     return false
                 }
             },
-            failed: { [weak self] in
+            failed: { [weak self] kind in
                 self?.dropped.increment()
-                self?.sendFailed(to: node)
+                // A lost tunnel batch leaves a gap in its sockets' streams; a lost batch of
+                // calls is answered by its requests' timeout.
+                if kind != CallForwardBatch.messageKind { self?.sendFailed(to: node) }
             })
         state.outboxes[node] = outbox
-        outbox.enqueue(kind: kind, batch, onSent: onSent)
+        outbox.enqueue(kind: kind, batch, body: body, onSent: onSent)
     }
 
     /// A batch for `node` was lost: a front cuts its sockets off the leader; a leader drops the

@@ -62,6 +62,9 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
     var liveNodes: (@Sendable () throws -> Set<String>)?
     /// Answers a front's own admin routes (`/healthz`, `/readyz`, `/metrics`).
     var frontAdmin: (@Sendable (HTTPRequest) -> HTTPResponse)?
+    /// Takes the batches of calls other nodes send this one (its call hub's
+    /// ``CallHub/forwardArrived(_:from:)``); set before ``start(timer:)``.
+    var callsArrived: (@Sendable (CallForwardBatch, String) -> Void)?
     private var runTask: Task<Void, Never>?
     private var timer: (any DispatchSourceTimer)?
     let checkEvery: Duration

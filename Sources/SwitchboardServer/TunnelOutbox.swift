@@ -13,6 +13,9 @@ final class TunnelOutbox: Sendable {
     struct Item: Sendable {
         var kind: String
         var batch: TunnelBatch
+        /// A message of another kind (a ``CallForwardBatch``), already written: sent as it is,
+        /// in its place in the order, never merged.
+        var body: String?
         var onSent: [@Sendable () -> Void] = []
     }
 
@@ -32,8 +35,11 @@ final class TunnelOutbox: Sendable {
     private let task: Task<Void, Never>
 
     /// Starts the sending task: `send` is called with each message body, in order; a `false`
-    /// return (not sent) is reported to `failed` once per lost message.
-    init(destination: String, send: @escaping @Sendable (_ kind: String, _ body: String) async -> Bool, failed: @escaping @Sendable () -> Void) {
+    /// return (not sent) is reported to `failed`, with the message's kind, once per lost message.
+    init(
+        destination: String, send: @escaping @Sendable (_ kind: String, _ body: String) async -> Bool,
+        failed: @escaping @Sendable (_ kind: String) -> Void
+    ) {
         self.destination = destination
         let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.wake = wake
@@ -47,7 +53,7 @@ final class TunnelOutbox: Sendable {
                     }
                     if items.isEmpty { break }
                     for item in Self.merged(items) {
-                        if await !send(item.kind, item.batch.encoded()) { failed() }
+                        if await !send(item.kind, item.body ?? item.batch.encoded()) { failed(item.kind) }
                         for done in item.onSent { done() }
                     }
                 }
@@ -58,10 +64,10 @@ final class TunnelOutbox: Sendable {
 
     /// Queues `batch` after those queued before; `onSent` runs once its message was sent or
     /// refused (at once when the outbox has finished).
-    func enqueue(kind: String, _ batch: TunnelBatch, onSent: (@Sendable () -> Void)? = nil) {
+    func enqueue(kind: String, _ batch: TunnelBatch, body: String? = nil, onSent: (@Sendable () -> Void)? = nil) {
         let accepted = queue.state.withLock { state -> Bool in
             guard !state.finished else { return false }
-            state.items.append(Item(kind: kind, batch: batch, onSent: onSent.map { [$0] } ?? []))
+            state.items.append(Item(kind: kind, batch: batch, body: body, onSent: onSent.map { [$0] } ?? []))
             return true
         }
         if accepted {
@@ -92,7 +98,8 @@ final class TunnelOutbox: Sendable {
         var size = 0
         for item in items {
             let weight = Self.weight(item.batch)
-            if let last = out.last, last.kind == item.kind, last.batch.generation == item.batch.generation, size + weight <= mergeLimit,
+            if let last = out.last, last.body == nil, item.body == nil, last.kind == item.kind, last.batch.generation == item.batch.generation,
+                size + weight <= mergeLimit,
                 !last.batch.probes, !item.batch.probes,
                 last.batch.reports == item.batch.reports
             {

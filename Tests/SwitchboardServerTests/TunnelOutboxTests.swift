@@ -36,7 +36,7 @@ final class TunnelOutboxTests: XCTestCase {
 
     func test_batchesQueuedDuringASendGoTogetherInOrder() async {
         let bus = Bus()
-        let outbox = TunnelOutbox(destination: "n1", send: { await bus.send($0, $1) }, failed: { bus.failures.withLock { $0 += 1 } })
+        let outbox = TunnelOutbox(destination: "n1", send: { await bus.send($0, $1) }, failed: { _ in bus.failures.withLock { $0 += 1 } })
         outbox.enqueue(kind: TunnelBatch.commandsKind, TunnelBatch(generation: 3, commands: [.send(id(1), frame(1))]))
         bus.entered.wait()  // the first send is under way, held at the gate
         outbox.enqueue(kind: TunnelBatch.commandsKind, TunnelBatch(generation: 3, commands: [.send(id(1), frame(2))]))
@@ -101,7 +101,7 @@ final class TunnelOutboxTests: XCTestCase {
         let bus = Bus()
         bus.refuse.withLock { $0 = true }
         let failed = expectation(description: "failure reported")
-        let outbox = TunnelOutbox(destination: "n1", send: { await bus.send($0, $1) }, failed: { failed.fulfill() })
+        let outbox = TunnelOutbox(destination: "n1", send: { await bus.send($0, $1) }, failed: { _ in failed.fulfill() })
         outbox.enqueue(kind: TunnelBatch.eventsKind, TunnelBatch(generation: 1, events: [.closed(id(1))]))
         bus.gate.signal()
         await fulfillment(of: [failed], timeout: 10)
@@ -120,7 +120,7 @@ final class TunnelOutboxTests: XCTestCase {
     func test_eachItemsCompletionRunsOnlyOnceItsMessageWasSentOrRefused() async {
         let bus = Bus()
         let done = Mutex<[Int]>([])
-        let outbox = TunnelOutbox(destination: "n1", send: { await bus.send($0, $1) }, failed: {})
+        let outbox = TunnelOutbox(destination: "n1", send: { await bus.send($0, $1) }, failed: { _ in })
         outbox.enqueue(kind: TunnelBatch.eventsKind, TunnelBatch(generation: 1, events: [.closed(id(1))]), onSent: { done.withLock { $0.append(1) } })
         bus.entered.wait()
         XCTAssertEqual(done.withLock { $0 }, [], "held while its send is under way")

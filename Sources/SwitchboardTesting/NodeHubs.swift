@@ -3,29 +3,20 @@ import Foundation
 import Logging
 import SwitchboardApp
 import SwitchboardCore
-import SwitchboardTesting
-
-extension CallHub {
-    /// Opens `socket` on `/v1/connect` with `user` as its token (a ``UserIDTokenVerifier`` hub)
-    /// and returns once the hub answered it on `transport`.
-    func connectForTesting(_ socket: ConnectionID, user: String, transport: InMemoryTransport) {
-        let before = transport.commands.count
-        queue.sync { receive([.opened(socket, WebSocketUpgrade(path: "/v1/connect", query: ["token": user]))]) }
-        _ = transport.waitForCommands(count: before + 1)
-    }
-}
 
 /// The hubs of several nodes on one store (ADR 0012): the in-memory twins of the store and of
 /// `call_owner`, and one wall clock moved by hand (tokens last a day).
-final class NodeHubs: @unchecked Sendable {
-    let base = InMemoryCallStore()
-    let table = InMemoryCallOwnership.Table()
-    let clock = ManualWallClock()
-    let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+public final class NodeHubs: @unchecked Sendable {
+    public let base = InMemoryCallStore()
+    public let table = InMemoryCallOwnership.Table()
+    public let clock = ManualWallClock()
+    public let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
     private var serial = 0
 
+    public init() {}
+
     /// A hub of node `id` running the calls it claims (not started), its transport and its claims.
-    func hub(_ id: String, wait: Duration = .zero) -> (hub: CallHub, transport: InMemoryTransport, ownership: InMemoryCallOwnership) {
+    public func hub(_ id: String, wait: Duration = .zero) -> (hub: CallHub, transport: InMemoryTransport, ownership: InMemoryCallOwnership) {
         let ownership = InMemoryCallOwnership(node: id, table: table)
         let hub = CallHub(
             queue: DispatchQueue(label: "test.calls.\(id)"), configuration: CallConfiguration(), store: OwnedCallStore(base: base, ownership: ownership),
@@ -36,11 +27,21 @@ final class NodeHubs: @unchecked Sendable {
     }
 
     /// Opens an authenticated socket of `user` on `hub` (its answers drained from `transport`).
-    func connect(_ hub: CallHub, _ transport: InMemoryTransport, _ user: String) -> ConnectionID {
+    public func connect(_ hub: CallHub, _ transport: InMemoryTransport, _ user: String) -> ConnectionID {
         serial += 1
         let socket = ConnectionID(thread: 0, serial: UInt64(serial))
         hub.connectForTesting(socket, user: user, transport: transport)
         _ = transport.drain()
         return socket
+    }
+}
+
+extension CallHub {
+    /// Opens `socket` on `/v1/connect` with `user` as its token (a ``UserIDTokenVerifier`` hub)
+    /// and returns once the hub answered it on `transport`.
+    public func connectForTesting(_ socket: ConnectionID, user: String, transport: InMemoryTransport) {
+        let before = transport.commands.count
+        queue.sync { receive([.opened(socket, WebSocketUpgrade(path: "/v1/connect", query: ["token": user]))]) }
+        _ = transport.waitForCommands(count: before + 1)
     }
 }
