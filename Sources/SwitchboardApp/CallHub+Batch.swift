@@ -49,6 +49,10 @@ extension CallHub {
             guard case .message(let socket, _, _) = event, let frame else { return nil }
             return gateway.needsLoad(frame, on: socket)
         })
+        learnPresence(parsed.compactMap { frame in
+            guard case .success(let parsed)? = frame else { return nil }
+            return parsed.request
+        })
         let placer = placement.placer()
         let newID = self.newID
         batch { gateway, output, now in
@@ -117,8 +121,8 @@ extension CallHub {
         var output = CallGatewayOutput()
         let now = wallClock()
         body(&gateway, &output, now)
-        gateway.clearRefusals()
         gateway.addWebhooks(into: &output, now: now, newID: newID)
+        gateway.clearRefusals()
         if outOfSync {
             // Memory may be ahead of the store: nothing is committed or answered from it.
             committed = false

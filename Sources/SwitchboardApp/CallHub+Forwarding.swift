@@ -46,11 +46,31 @@ extension CallHub {
         // A request sent here for a call another node holds is refused, not sent on: the
         // client's node finds the owner again when its client retries.
         preload(batch.requests.map(\.cid), forwarding: false)
+        learnPresence(batch.requests.compactMap { request in
+            guard case .success(let frame) = gateway.parse(request.frame.bytes) else { return nil }
+            return frame.request
+        })
         let placer = placement.placer()
         let newID = self.newID
         self.batch { gateway, output, now in
             if !batch.lostConnections.isEmpty { gateway.connectionsLostElsewhere(batch.lostConnections, now: now, into: &output) }
             for request in batch.requests { gateway.runForwarded(request, from: node, placer: placer, newID: newID, now: now, into: &output) }
+        }
+    }
+
+    /// Reads from the store what the requests' rings need to know of their users: busy in
+    /// another node's call, connected to another node, their devices (a hub sharing calls only;
+    /// one that runs every call knows it all). When the read fails, the rings go by what this
+    /// node holds.
+    func learnPresence(_ requests: [ClientRequest]) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard sharing != nil else { return }
+        let users = gateway.usersRung(by: requests)
+        guard !users.isEmpty else { return }
+        do {
+            gateway.know(try store.presence(of: users))
+        } catch {
+            logger.warning("reading the rung users' presence failed; ringing by what this node holds", metadata: ["error": "\(error)"])
         }
     }
 

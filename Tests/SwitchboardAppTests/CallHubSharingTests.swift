@@ -141,4 +141,17 @@ final class CallHubSharingTests: XCTestCase {
         XCTAssertTrue(error.message.contains("node node-a"), error.message)
         XCTAssertNil(hubs.lock.withLock { hubs.sent["node-a"] }, "nothing sent on to the owner")
     }
+
+    /// The ring's node reads the rung users from the store: carol, in a call the other node
+    /// runs, is busy (the ringing type rejects busy callees), though this node holds none of it.
+    func test_aUserInACallOfAnotherNodeIsBusyForARingHere() throws {
+        let a = try node("node-a"), b = try node("node-b")
+        let alice = connect(a, "alice"), carol = connect(b, "carol")
+        send(b, carol, #"{"id":1,"type":"call.join","data":{"type":"default","id":"elsewhere","create":true}}"#)
+        XCTAssertEqual(frames(b, carol).first?["type"] as? String, "response")
+
+        send(a, alice, #"{"id":2,"type":"call.join","data":{"type":"ringing","id":"r","create":true,"members":["carol"],"ring":true}}"#, settling: a, b)
+        XCTAssertEqual(try base.loadCall(CallCID(type: "ringing", id: "r")!)?.members.first { $0.userID.rawValue == "carol" }?.ringState, .rejected)
+        XCTAssertFalse(frames(b, carol).contains { $0["type"] as? String == "call.ring" }, "she is not rung")
+    }
 }

@@ -34,6 +34,8 @@ public struct CallEngine: Sendable {
     var deadlineQueue = Heap<CallDeadline>()
     /// Ended calls still in memory.
     var endedCount = 0
+    /// For one batch, what the store knows of users it may ring (``CallGateway/know(_:)``).
+    public internal(set) var presence: [UserID: UserPresence] = [:]
 
     /// Ended calls stay in memory this long for quick reopening, then are evicted.
     public static let endedRetention: TimeInterval = 60
@@ -139,8 +141,9 @@ public struct CallEngine: Sendable {
         out.mutations.append(.appendEvent(CallEventRecord(cid: call.cid, callSession: call.record.session, at: now, type: type, payload: payload)))
     }
 
-    /// Whether `user` is in an active call other than `cid`.
+    /// Whether `user` is in an active call other than `cid`: one of this engine's, or, as the
+    /// store knew it before the batch, another node's.
     func isBusy(_ user: UserID, otherThan cid: CallCID) -> Bool {
-        (userSessions[user] ?? []).contains { sessionCalls[$0] != cid }
+        (userSessions[user] ?? []).contains { sessionCalls[$0] != cid } || (presence[user]?.calls.contains { $0 != cid } ?? false)
     }
 }

@@ -107,6 +107,7 @@ extension CallGateway {
     public mutating func clearRefusals() {
         if !refusedCalls.isEmpty { refusedCalls = [:] }
         if !forwardedCalls.isEmpty { forwardedCalls = [:] }
+        if !engine.presence.isEmpty { engine.presence = [:] }
     }
 
     /// Whether the engine holds `cid` in memory.

@@ -99,6 +99,9 @@ public protocol CallStore: Sendable {
     /// The call's event of this type appended last, `nil` when it has none (or the call is
     /// unknown).
     func lastEvent(of cid: CallCID, type: String) throws -> CallEventRecord?
+    /// What a ring needs to know of each of `users` (every one gets an entry); the rule is
+    /// ``UserPresence/derive(_:from:)``, which the default answers with.
+    func presence(of users: Set<UserID>) throws -> [UserID: UserPresence]
 }
 
 extension Comparable {

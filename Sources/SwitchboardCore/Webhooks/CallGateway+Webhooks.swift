@@ -57,12 +57,14 @@ extension CallGateway {
             (members?.arrayValue ?? []).compactMap(\.stringValue).compactMap { name -> JSONValue? in
                 guard let user = UserID(name) else { return nil }
                 let connections = (userClients[user] ?? []).compactMap { clients[$0] }
-                let connected = connections.contains { $0.socket != nil }
+                // With other nodes holding connections too: what the store knew before the batch.
+                let elsewhere = engine.presence[user]
+                let connected = connections.contains { $0.socket != nil } || elsewhere?.attached == true
                 return .object([
                     "user_id": .string(name), "connected": .bool(connected),
-                    "resumable": .bool(!connected && !connections.isEmpty),
+                    "resumable": .bool(!connected && (!connections.isEmpty || elsewhere?.resumable == true)),
                     "ring_deadline": call.members[user]?.ringDeadline.map(JSONValue.time) ?? .null,
-                    "devices": .array(connected ? [] : (devices[user] ?? []).map(\.webhookJSON)),
+                    "devices": .array(connected ? [] : (elsewhere?.devices ?? devices[user] ?? []).map(\.webhookJSON)),
                 ])
             })
     }

@@ -186,4 +186,48 @@ final class CallGatewayWebhookTests: XCTestCase {
         XCTAssertFalse(types.contains(.callRing), "\(types)")
         XCTAssertTrue(types.contains(.callRejected), "\(types)")
     }
+
+    // MARK: Presence known from the store (calls run by several nodes, ADR 0012)
+
+    /// A batch told what the store knows of the users it rings: bob, busy in another node's
+    /// call, is rejected `busy`; carol, connected to another node, is marked so and her devices
+    /// left out; dave, resumable elsewhere, gets the devices the store holds. Without it the
+    /// same ring goes by what this node holds.
+    func test_whatTheStoreKnowsOfRungUsersDecidesBusyConnectedAndDevices() throws {
+        let ring = #"{"type":"ringing","id":"c1","create":true,"ring":true,"members":["bob","carol","dave"]}"#
+        let davesPhone = DeviceRecord(userID: CallFixture.user("dave"), provider: .fcm, token: "dave-fcm", createdAt: CallFixture.base)
+        func rung(knowing presence: [UserID: UserPresence]) throws -> (members: [String: String], ringing: JSONValue?) {
+            var h = GatewayHarness(configuration([("all", everything)]))
+            let alice = try XCTUnwrap(h.connect("alice"))
+            h.gateway.know(presence)
+            h.request(alice.socket, "c", "call.join", ring)
+            let message = outbox(&h).first { $0.message.type == .callRing }?.message
+            h.gateway.clearRefusals()
+            XCTAssertTrue(h.gateway.engine.presence.isEmpty, "known for one batch")
+            let call = try XCTUnwrap(h.gateway.engine.call(CallFixture.cid("ringing", "c1")))
+            let states = Dictionary(uniqueKeysWithValues: call.members.map { ($0.key.rawValue, $0.value.ringState.rawValue) })
+            return (states, message?.data["ringing"])
+        }
+        let other = CallFixture.cid("default", "elsewhere")
+        let known = try rung(knowing: [
+            CallFixture.user("bob"): UserPresence(calls: [other], attached: true),
+            CallFixture.user("carol"): UserPresence(attached: true, devices: [DeviceRecord(userID: CallFixture.user("carol"), provider: .fcm, token: "c", createdAt: CallFixture.base)]),
+            CallFixture.user("dave"): UserPresence(resumable: true, devices: [davesPhone]),
+        ])
+        XCTAssertEqual(known.members, ["alice": "none", "bob": "rejected", "carol": "ringing", "dave": "ringing"])
+        let deadline = JSONValue.time(CallFixture.base.addingTimeInterval(30))
+        XCTAssertEqual(
+            known.ringing,
+            .array([
+                .object(["user_id": "carol", "connected": .bool(true), "resumable": .bool(false), "ring_deadline": deadline, "devices": .array([])]),
+                .object([
+                    "user_id": "dave", "connected": .bool(false), "resumable": .bool(true), "ring_deadline": deadline,
+                    "devices": .array([.object(["provider": "fcm", "token": "dave-fcm"])]),
+                ]),
+            ]))
+
+        let unknown = try rung(knowing: [:])
+        XCTAssertEqual(unknown.members["bob"], "ringing", "nothing this node holds says bob is busy")
+        XCTAssertEqual(unknown.ringing?.arrayValue?.map { $0["connected"] }, [.bool(false), .bool(false), .bool(false)])
+    }
 }

@@ -82,4 +82,35 @@ extension CallStoreContract {
         XCTAssertNil(try store.loadCall(cid("default:C1")), "ids are case-sensitive")
         XCTAssertEqual(try store.loadCall(cid("c1"))?.members, [])
     }
+
+    /// What a ring needs to know of its users (`UserPresence`): the live calls of their active
+    /// sessions, whether a connection of theirs is attached or waits for a resume, their devices
+    /// oldest first; every user asked for gets an entry. The one rule is `UserPresence.derive`.
+    func presenceHoldsEachUsersLiveCallsConnectionsAndDevices() throws {
+        let store = try makeStore()
+        let phone = DeviceRecord(userID: user("bob"), provider: .apns, token: "apns-b", createdAt: date(20))
+        let tablet = DeviceRecord(userID: user("bob"), provider: .fcm, token: "fcm-b", createdAt: date(10))
+        let erins = DeviceRecord(userID: user("erin"), provider: .fcm, token: "fcm-e", createdAt: date(5))
+        try store.apply([
+            .saveCall(call("live-a")), .saveCall(call("live-b")), .saveCall(call("gone", ended: true)),
+            .saveSession(session("s-1", "live-a", "bob")), .saveSession(session("s-2", "live-b", "bob", at: 2)),
+            .saveSession(session("s-3", "gone", "carol")), .saveSession(session("s-4", "live-a", "carol", left: true)),
+            .saveSession(session("s-5", "live-b", "erin")),
+            .saveConnection(connection("k-1", "bob")), .saveConnection(connection("k-2", "carol", detached: true)),
+            .saveConnection(connection("k-3", "dave")), .saveConnection(connection("k-4", "dave", detached: true)),
+            .saveDevice(phone), .saveDevice(tablet), .saveDevice(erins),
+        ])
+        let asked: Set<UserID> = [user("bob"), user("carol"), user("dave"), user("zed")]
+        let presence = try store.presence(of: asked)
+        XCTAssertEqual(
+            presence,
+            [
+                user("bob"): UserPresence(calls: [cid("live-a"), cid("live-b")], attached: true, devices: [tablet, phone]),
+                user("carol"): UserPresence(resumable: true),
+                user("dave"): UserPresence(attached: true, resumable: true),
+                user("zed"): UserPresence(),
+            ], "carol left one call and the other ended: she is in none; erin was not asked for")
+        XCTAssertEqual(presence, UserPresence.derive(asked, from: try store.loadLiveState()), "the one rule")
+        XCTAssertEqual(try store.presence(of: []), [:])
+    }
 }

@@ -24,6 +24,7 @@ protocol CallStoreContractCases {
     func test_liveStateTiesAreBrokenByIdentifier() throws
     func test_anEndedCallLeavesTheLiveStateButLoadsByItsCID() throws
     func test_anUnknownCallIsNil() throws
+    func test_presenceHoldsEachUsersLiveCallsConnectionsAndDevices() throws
     func test_listCallsFiltersByStateTypeMemberAndCreationTime() throws
     func test_listCallsSeesTheLatestSaveOfACall() throws
     func test_listCallsPagesNewestFirstWithoutRepeatsOrGaps() throws
@@ -77,6 +78,7 @@ final class SQLiteCallStoreContractTests: XCTestCase, CallStoreContractCases {
     func test_liveStateTiesAreBrokenByIdentifier() throws { try contract.liveStateTiesAreBrokenByIdentifier() }
     func test_anEndedCallLeavesTheLiveStateButLoadsByItsCID() throws { try contract.anEndedCallLeavesTheLiveStateButLoadsByItsCID() }
     func test_anUnknownCallIsNil() throws { try contract.anUnknownCallIsNil() }
+    func test_presenceHoldsEachUsersLiveCallsConnectionsAndDevices() throws { try contract.presenceHoldsEachUsersLiveCallsConnectionsAndDevices() }
     func test_listCallsFiltersByStateTypeMemberAndCreationTime() throws { try contract.listCallsFiltersByStateTypeMemberAndCreationTime() }
     func test_listCallsSeesTheLatestSaveOfACall() throws { try contract.listCallsSeesTheLatestSaveOfACall() }
     func test_listCallsPagesNewestFirstWithoutRepeatsOrGaps() throws { try contract.listCallsPagesNewestFirstWithoutRepeatsOrGaps() }
@@ -131,6 +133,7 @@ final class SQLiteDirectCallStoreContractTests: XCTestCase, CallStoreContractCas
     func test_liveStateTiesAreBrokenByIdentifier() throws { try contract.liveStateTiesAreBrokenByIdentifier() }
     func test_anEndedCallLeavesTheLiveStateButLoadsByItsCID() throws { try contract.anEndedCallLeavesTheLiveStateButLoadsByItsCID() }
     func test_anUnknownCallIsNil() throws { try contract.anUnknownCallIsNil() }
+    func test_presenceHoldsEachUsersLiveCallsConnectionsAndDevices() throws { try contract.presenceHoldsEachUsersLiveCallsConnectionsAndDevices() }
     func test_listCallsFiltersByStateTypeMemberAndCreationTime() throws { try contract.listCallsFiltersByStateTypeMemberAndCreationTime() }
     func test_listCallsSeesTheLatestSaveOfACall() throws { try contract.listCallsSeesTheLatestSaveOfACall() }
     func test_listCallsPagesNewestFirstWithoutRepeatsOrGaps() throws { try contract.listCallsPagesNewestFirstWithoutRepeatsOrGaps() }
@@ -182,6 +185,7 @@ final class InMemoryCallStoreContractTests: XCTestCase, CallStoreContractCases {
     func test_liveStateTiesAreBrokenByIdentifier() throws { try contract.liveStateTiesAreBrokenByIdentifier() }
     func test_anEndedCallLeavesTheLiveStateButLoadsByItsCID() throws { try contract.anEndedCallLeavesTheLiveStateButLoadsByItsCID() }
     func test_anUnknownCallIsNil() throws { try contract.anUnknownCallIsNil() }
+    func test_presenceHoldsEachUsersLiveCallsConnectionsAndDevices() throws { try contract.presenceHoldsEachUsersLiveCallsConnectionsAndDevices() }
     func test_listCallsFiltersByStateTypeMemberAndCreationTime() throws { try contract.listCallsFiltersByStateTypeMemberAndCreationTime() }
     func test_listCallsSeesTheLatestSaveOfACall() throws { try contract.listCallsSeesTheLatestSaveOfACall() }
     func test_listCallsPagesNewestFirstWithoutRepeatsOrGaps() throws { try contract.listCallsPagesNewestFirstWithoutRepeatsOrGaps() }
@@ -234,6 +238,7 @@ final class PostgresCallStoreContractTests: XCTestCase, CallStoreContractCases {
     func test_liveStateTiesAreBrokenByIdentifier() throws { try contract.liveStateTiesAreBrokenByIdentifier() }
     func test_anEndedCallLeavesTheLiveStateButLoadsByItsCID() throws { try contract.anEndedCallLeavesTheLiveStateButLoadsByItsCID() }
     func test_anUnknownCallIsNil() throws { try contract.anUnknownCallIsNil() }
+    func test_presenceHoldsEachUsersLiveCallsConnectionsAndDevices() throws { try contract.presenceHoldsEachUsersLiveCallsConnectionsAndDevices() }
     func test_listCallsFiltersByStateTypeMemberAndCreationTime() throws { try contract.listCallsFiltersByStateTypeMemberAndCreationTime() }
     func test_listCallsSeesTheLatestSaveOfACall() throws { try contract.listCallsSeesTheLatestSaveOfACall() }
     func test_listCallsPagesNewestFirstWithoutRepeatsOrGaps() throws { try contract.listCallsPagesNewestFirstWithoutRepeatsOrGaps() }
