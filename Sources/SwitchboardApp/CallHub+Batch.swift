@@ -232,6 +232,7 @@ extension CallHub {
             queue.async { [namedUser] in
                 // Frames that waited behind the check touch calls that may have left memory.
                 self.preload(self.gateway.callsToLoad(queuedOn: check.socket))
+                if case .success(let token) = result, case .auth = check.purpose { self.learnRings(of: token.userID) }
                 let placer = self.placement.placer()
                 self.batch { gateway, output, now in
                     gateway.tokenChecked(

@@ -74,6 +74,19 @@ extension CallHub {
         }
     }
 
+    /// Reads from the store the calls other nodes run that ring `user`, whose device is
+    /// authenticating here: it gets their `call.ring` with those of this node's calls.
+    func learnRings(of user: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard sharing != nil, let id = UserID(user) else { return }
+        do {
+            let rings = try store.presence(of: [id])[id]?.rings ?? []
+            gateway.know(rings: try rings.filter { !gateway.holds($0) }.sorted().compactMap { try store.callDetail($0, eventLimit: 0) })
+        } catch {
+            logger.warning("reading the calls ringing a connecting user failed; only this node's rings are sent", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// After a commit: what goes to the other nodes.
     func sendForwards(_ output: CallGatewayOutput) {
         guard let sharing else { return }

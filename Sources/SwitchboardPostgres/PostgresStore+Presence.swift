@@ -35,6 +35,16 @@ extension PostgresStore {
             ).compactMap(Rows.device) {
                 presence[device.userID]?.devices.append(device)
             }
+            for row in try connection.query(
+                """
+                SELECT m.user_id, m.cid FROM call_member m JOIN call c ON c.cid = m.cid
+                WHERE m.user_id = ANY($1::text[]) AND m.ring_state = 'ringing' AND c.ended_at IS NULL
+                """, binds)
+            {
+                let (user, cid) = try row.decode((String, String).self)
+                guard let id = UserID(user), let call = CallCID(cid: cid) else { continue }
+                presence[id]?.rings.insert(call)
+            }
             return presence
         }
     }

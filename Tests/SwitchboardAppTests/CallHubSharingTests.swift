@@ -154,4 +154,22 @@ final class CallHubSharingTests: XCTestCase {
         XCTAssertEqual(try base.loadCall(CallCID(type: "ringing", id: "r")!)?.members.first { $0.userID.rawValue == "carol" }?.ringState, .rejected)
         XCTAssertFalse(frames(b, carol).contains { $0["type"] as? String == "call.ring" }, "she is not rung")
     }
+
+    /// A device that connects to another node than the ringing call's gets its `call.ring`,
+    /// read from the store, and its accept goes to the call's node.
+    func test_aDeviceConnectingToAnotherNodeGetsTheRingsOfCallsRunElsewhere() throws {
+        let a = try node("node-a"), b = try node("node-b")
+        let alice = connect(a, "alice")
+        send(a, alice, #"{"id":1,"type":"call.join","data":{"type":"ringing","id":"r","create":true,"members":["carol"],"ring":true}}"#, settling: a, b)
+
+        let socket = ConnectionID(thread: 0, serial: 999)
+        b.hub.queue.sync { b.hub.receive([.opened(socket, WebSocketUpgrade(path: "/v1/connect", query: ["token": "carol"]))]) }
+        _ = b.transport.waitForCommands(count: 2)
+        let frames = frames(b, socket)
+        XCTAssertEqual(frames.first?["type"] as? String, "connection.ok")
+        let ring = try XCTUnwrap(frames.first { $0["type"] as? String == "call.ring" }, "\(frames)")
+        XCTAssertEqual(ring["call_cid"] as? String, "ringing:r")
+        XCTAssertEqual(((ring["data"] as? [String: Any])?["call"] as? [String: Any])?["cid"] as? String, "ringing:r")
+        XCTAssertFalse(b.hub.withGateway { $0.holds(CallCID(type: "ringing", id: "r")!) }, "read, not claimed nor kept")
+    }
 }

@@ -172,7 +172,8 @@ extension CallEngine {
 
     /// `call.ring` for every call still ringing `user`, for a device that just connected.
     public func pendingRings(for user: UserID) -> [CallNotice] {
-        (ringingCalls[user] ?? []).sorted().compactMap { cid in calls[cid].map { ringNotice($0, to: user) } }
+        let elsewhere = knownRings.values.filter { calls[$0.cid] == nil && $0.record.isLive && $0.members[user]?.ringState == .ringing }.map(\.cid)
+        return Set((ringingCalls[user] ?? []).union(elsewhere)).sorted().compactMap { cid in (calls[cid] ?? knownRings[cid]).map { ringNotice($0, to: user) } }
     }
 
     /// `call.invite`: adds members (no ringing). Members, participants and admins may invite.

@@ -36,6 +36,8 @@ public struct CallEngine: Sendable {
     var endedCount = 0
     /// For one batch, what the store knows of users it may ring (``CallGateway/know(_:)``).
     public internal(set) var presence: [UserID: UserPresence] = [:]
+    /// For one batch, calls run elsewhere ringing users whose devices connect (``CallGateway/know(rings:)``).
+    public internal(set) var knownRings: [CallCID: LiveCall] = [:]
 
     /// Ended calls stay in memory this long for quick reopening, then are evicted.
     public static let endedRetention: TimeInterval = 60

@@ -108,6 +108,7 @@ extension CallGateway {
         if !refusedCalls.isEmpty { refusedCalls = [:] }
         if !forwardedCalls.isEmpty { forwardedCalls = [:] }
         if !engine.presence.isEmpty { engine.presence = [:] }
+        if !engine.knownRings.isEmpty { engine.knownRings = [:] }
     }
 
     /// Whether the engine holds `cid` in memory.

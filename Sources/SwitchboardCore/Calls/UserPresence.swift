@@ -12,16 +12,22 @@ public struct UserPresence: Sendable, Equatable {
     public var resumable: Bool
     /// Their push devices, oldest first.
     public var devices: [DeviceRecord]
+    /// The live calls ringing them now (a device that connects gets their `call.ring`).
+    public var rings: Set<CallCID>
 
-    public init(calls: Set<CallCID> = [], attached: Bool = false, resumable: Bool = false, devices: [DeviceRecord] = []) {
+    public init(
+        calls: Set<CallCID> = [], attached: Bool = false, resumable: Bool = false, devices: [DeviceRecord] = [], rings: Set<CallCID> = []
+    ) {
         self.calls = calls
+        self.rings = rings
         self.attached = attached
         self.resumable = resumable
         self.devices = devices
     }
 
     /// The rule every store answers by, from its live state: each of `users`, with the live
-    /// calls of its active sessions, its connections (attached unless detached) and devices.
+    /// calls of its active sessions, its connections (attached unless detached), its devices and
+    /// the live calls ringing it.
     public static func derive(_ users: Set<UserID>, from snapshot: CallStateSnapshot) -> [UserID: UserPresence] {
         var presence = Dictionary(uniqueKeysWithValues: users.map { ($0, UserPresence()) })
         let live = Set(snapshot.calls.filter(\.isLive).map(\.cid))
@@ -32,6 +38,9 @@ public struct UserPresence: Sendable, Equatable {
             if connection.detachedAt == nil { presence[connection.userID]?.attached = true } else { presence[connection.userID]?.resumable = true }
         }
         for device in snapshot.devices where users.contains(device.userID) { presence[device.userID]?.devices.append(device) }
+        for member in snapshot.members where member.ringState == .ringing && live.contains(member.cid) && users.contains(member.userID) {
+            presence[member.userID]?.rings.insert(member.cid)
+        }
         return presence
     }
 }
@@ -50,6 +59,16 @@ extension CallGateway {
     /// resumable on another node, their devices), cleared with the refusals.
     public mutating func know(_ presence: [UserID: UserPresence]) {
         engine.presence.merge(presence) { _, new in new }
+    }
+
+    /// For this batch, calls run elsewhere that ring a user whose device connects now (read from
+    /// the store): their `call.ring` goes to it with the rings of this node's calls.
+    public mutating func know(rings details: [CallDetail]) {
+        for detail in details where !holds(detail.call.cid) {
+            guard let settings = configuration.types[detail.call.cid.type] else { continue }
+            let active = detail.sessions.filter { $0.callSession == detail.call.session && $0.leftAt == nil }
+            engine.knownRings[detail.call.cid] = LiveCall(record: detail.call, settings: settings, members: detail.members, sessions: active)
+        }
     }
 
     /// The users the requests may ring: the members a ringing `call.join` or

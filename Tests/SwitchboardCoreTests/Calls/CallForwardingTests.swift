@@ -269,4 +269,27 @@ final class CallForwardingTests: XCTestCase {
         XCTAssertTrue(h.last.lostConnections.isEmpty)
         XCTAssertTrue(h.last.forwardBatches(to: ["node-b"]).isEmpty)
     }
+
+    // MARK: Rings of calls run elsewhere
+
+    func test_aConnectingDeviceGetsTheRingsOfCallsRunElsewhereThatTheHostReadForIt() throws {
+        var nodes = Nodes()
+        let alice = try XCTUnwrap(nodes.a.connect("alice"))
+        nodes.a.request(alice.socket, "r", "call.join", #"{"type":"ringing","id":"c1","create":true,"ring":true,"members":["carol"]}"#)
+        nodes.a.request(alice.socket, "m", "call.join", #"{"type":"default","id":"standup","create":true,"members":["carol"]}"#)
+        func detail(_ cid: CallCID) throws -> CallDetail {
+            let call = try XCTUnwrap(nodes.a.gateway.engine.call(cid))
+            return CallDetail(call: call.record, members: Array(call.members.values), sessions: Array(call.sessions.values), events: [])
+        }
+        nodes.b.gateway.know(rings: [try detail(CallFixture.cid("ringing", "c1")), try detail(standup)])
+        let carol = try XCTUnwrap(nodes.b.connect("carol"))
+        let rings = nodes.b.last.events(to: carol.socket).filter { $0["type"] == "call.ring" }
+        XCTAssertEqual(rings.map { $0["call_cid"] }, [.string("ringing:c1")], "the meeting does not ring her")
+        XCTAssertEqual(rings.first?["data"]?["from"], .string("alice"))
+        XCTAssertFalse(nodes.b.gateway.holds(CallFixture.cid("ringing", "c1")), "known for the batch, not run here")
+
+        nodes.b.gateway.clearRefusals()
+        let again = try XCTUnwrap(nodes.b.connect("carol"))
+        XCTAssertEqual(nodes.b.last.eventTypes(to: again.socket), [], "forgotten after the batch")
+    }
 }

@@ -85,7 +85,7 @@ extension CallStoreContract {
 
     /// What a ring needs to know of its users (`UserPresence`): the live calls of their active
     /// sessions, whether a connection of theirs is attached or waits for a resume, their devices
-    /// oldest first; every user asked for gets an entry. The one rule is `UserPresence.derive`.
+    /// oldest first, the live calls ringing them; every user asked for gets an entry. The one rule is `UserPresence.derive`.
     func presenceHoldsEachUsersLiveCallsConnectionsAndDevices() throws {
         let store = try makeStore()
         let phone = DeviceRecord(userID: user("bob"), provider: .apns, token: "apns-b", createdAt: date(20))
@@ -99,6 +99,8 @@ extension CallStoreContract {
             .saveConnection(connection("k-1", "bob")), .saveConnection(connection("k-2", "carol", detached: true)),
             .saveConnection(connection("k-3", "dave")), .saveConnection(connection("k-4", "dave", detached: true)),
             .saveDevice(phone), .saveDevice(tablet), .saveDevice(erins),
+            .saveMember(member("live-a", "dave", state: .ringing)), .saveMember(member("gone", "dave", state: .ringing)),
+            .saveMember(member("live-b", "bob", state: .accepted)), .saveMember(member("live-b", "zed", state: .rejected)),
         ])
         let asked: Set<UserID> = [user("bob"), user("carol"), user("dave"), user("zed")]
         let presence = try store.presence(of: asked)
@@ -107,9 +109,9 @@ extension CallStoreContract {
             [
                 user("bob"): UserPresence(calls: [cid("live-a"), cid("live-b")], attached: true, devices: [tablet, phone]),
                 user("carol"): UserPresence(resumable: true),
-                user("dave"): UserPresence(attached: true, resumable: true),
+                user("dave"): UserPresence(attached: true, resumable: true, rings: [cid("live-a")]),
                 user("zed"): UserPresence(),
-            ], "carol left one call and the other ended: she is in none; erin was not asked for")
+            ], "carol left one call and the other ended: she is in none; dave's ring in an ended call is over; erin was not asked for")
         XCTAssertEqual(presence, UserPresence.derive(asked, from: try store.loadLiveState()), "the one rule")
         XCTAssertEqual(try store.presence(of: []), [:])
     }
