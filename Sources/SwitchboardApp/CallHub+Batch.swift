@@ -232,7 +232,10 @@ extension CallHub {
             queue.async { [namedUser] in
                 // Frames that waited behind the check touch calls that may have left memory.
                 self.preload(self.gateway.callsToLoad(queuedOn: check.socket))
-                if case .success(let token) = result, case .auth = check.purpose { self.learnRings(of: token.userID) }
+                if case .success(let token) = result, case .auth(_, let resume) = check.purpose {
+                    if let resume { self.takeOver(resume, of: token.userID) }
+                    self.learnRings(of: token.userID)
+                }
                 let placer = self.placement.placer()
                 self.batch { gateway, output, now in
                     gateway.tokenChecked(

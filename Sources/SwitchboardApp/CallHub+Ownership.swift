@@ -120,3 +120,47 @@ extension CallHub {
         }
     }
 }
+
+/// Client connections on a store several daemons share (ADR 0012, step 3): a node holds those
+/// it made or took over by a resume; the sessions of connections no live node holds end.
+extension CallHub {
+    /// A resume naming a connection this node does not hold: taken over from the store, if it
+    /// is there and the user's (else the client gets a new connection); the node that held it,
+    /// when it is another, hears that it moved.
+    func takeOver(_ resume: ResumeRequest, of user: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard ownership != nil, let id = UserID(user), !gateway.holdsResume(resume, user: id) else { return }
+        do {
+            guard let taken = try store.takeConnection(resumeToken: resume.token, user: id) else { return }
+            gateway.adopt(taken.record, now: wallClock())
+            logger.info("took over a connection resumed here", metadata: ["connection": "\(taken.record.id)", "from": "\(taken.previous ?? "none")"])
+            if let sharing, let previous = taken.previous, previous != ownership?.node {
+                sharing.send([previous: CallForwardBatch(movedConnections: [taken.record.id])])
+            }
+        } catch {
+            logger.warning("taking over a resumed connection failed; the client gets a new one", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Every ``releaseEveryTicks`` ticks: the sessions of this node's calls whose connection no
+    /// live node holds any more (gone from the store, or its node's lease lapsed a resume window
+    /// ago) leave (`connection_lost`), as a connection's own node would have ended them, and the
+    /// rows of such connections go.
+    func sweepLostConnections() {
+        guard ownership != nil, ticksSinceRelease == 0 else { return }
+        let elsewhere = gateway.sessionsHeldElsewhere
+        guard !elsewhere.isEmpty else { return }
+        do {
+            let lost = try store.lostConnections(elsewhere, after: gateway.configuration.resumeWindow)
+            guard !lost.isEmpty else { return }
+            logger.info("sessions of connections no live node holds leave", metadata: ["connections": "\(lost.count)"])
+            batch { gateway, output, now in
+                gateway.connectionsLostElsewhere(lost.sorted(), now: now, into: &output)
+                // Their rows, of a dead node, are nobody's now.
+                output.calls.mutations += lost.sorted().map(CallMutation.deleteConnection)
+            }
+        } catch {
+            logger.warning("checking for lost connections failed; tried again later", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -84,7 +84,7 @@ public final class CallHub: @unchecked Sendable {
             self.transport = transport
             var output = CallGatewayOutput()
             let now = wallClock()
-            gateway.restore(snapshot, now: now, into: &output)
+            gateway.restore(snapshot, now: now, node: ownership?.node, into: &output)
             gateway.addWebhooks(into: &output, now: now, newID: newID)
             let placement = self.placement
             gateway.restoreSFUs { placement.current($0) }
@@ -126,5 +126,6 @@ public final class CallHub: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         batch { gateway, output, now in gateway.tick(now: now, into: &output) }
         releaseEvicted()
+        sweepLostConnections()
     }
 }

@@ -171,6 +171,15 @@ enum PostgresMigrations {
                 "CREATE INDEX call_owner_on_node ON call_owner (node)",
             ]
         ),
+        // Which node holds each client connection (ADR 0012, step 3): stamped by its writer;
+        // NULL for rows written before (held by whichever daemon restores them).
+        (
+            "v10_connection_node",
+            [
+                #"ALTER TABLE client_connection ADD COLUMN node TEXT COLLATE "C""#,
+                "CREATE INDEX client_connection_on_resume_token ON client_connection (resume_token)",
+            ]
+        ),
     ]
 
     /// The names of every migration this build knows, in order.
@@ -207,7 +216,10 @@ enum PostgresMigrations {
     }
 
     static func appliedNames(_ connection: PostgresSession.Connection) throws -> [String] {
-        try connection.query("SELECT name FROM switchboard_migrations ORDER BY applied_at, name").map { row in
+        // Those applied together in their build's order: v10 after v9, not after v1.
+        try connection.query(
+            "SELECT name FROM switchboard_migrations ORDER BY applied_at, substring(name from '^v([0-9]+)_')::int NULLS LAST, name"
+        ).map { row in
             try row.decode(String.self)
         }
     }

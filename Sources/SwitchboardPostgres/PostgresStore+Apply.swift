@@ -8,8 +8,8 @@ import SwitchboardCore
 extension PostgresStore {
     public func apply(_ mutations: [CallMutation]) throws {
         try CallMutation.validate(mutations)
-        let statements = try Self.statements(mutations)
         let ownership = callOwnership
+        let statements = try Self.statements(mutations, node: ownership?.node)
         let held = try ownership?.generations(of: CallMutation.calls(in: mutations)) ?? []
         try write { connection in
             try ownership?.checkHeld(held, connection)
@@ -17,11 +17,12 @@ extension PostgresStore {
         }
     }
 
-    /// The statements that write `mutations` (validated by the caller).
-    static func statements(_ mutations: [CallMutation]) throws(SwitchboardError) -> [(String, PostgresBindings)] {
+    /// The statements that write `mutations` (validated by the caller); connections saved are
+    /// stamped with `node`, the node holding them.
+    static func statements(_ mutations: [CallMutation], node: String? = nil) throws(SwitchboardError) -> [(String, PostgresBindings)] {
         do {
             var batch = PostgresBatch()
-            for mutation in mutations { try add(mutation, to: &batch) }
+            for mutation in mutations { try add(mutation, to: &batch, node: node) }
             return try batch.statements()
         } catch let error as SwitchboardError {
             throw error
@@ -32,7 +33,7 @@ extension PostgresStore {
         }
     }
 
-    static func add(_ mutation: CallMutation, to batch: inout PostgresBatch) throws {
+    static func add(_ mutation: CallMutation, to batch: inout PostgresBatch, node: String?) throws {
         switch mutation {
         case .saveCall(let call):
             batch.save(Table.call, [
@@ -58,7 +59,7 @@ extension PostgresStore {
         case .saveConnection(let connection):
             batch.save(Table.connection, [
                 .text(connection.id.rawValue), .text(connection.userID.rawValue), .text(connection.resumeToken), .time(connection.connectedAt),
-                .time(connection.tokenExpiresAt), .time(connection.detachedAt),
+                .time(connection.tokenExpiresAt), .time(connection.detachedAt), .text(node ?? connection.node),
             ])
         case .deleteConnection(let id):
             batch.delete(Table.connection, key: [.text(id.rawValue)])
@@ -125,7 +126,7 @@ extension PostgresStore {
             "client_connection", key: 1,
             [
                 "id": .text, "user_id": .text, "resume_token": .text, "connected_at": .timestamptz, "token_expires_at": .timestamptz,
-                "detached_at": .timestamptz,
+                "detached_at": .timestamptz, "node": .text,
             ])
         static let placement = PostgresTable(
             "call_placement", key: 1,

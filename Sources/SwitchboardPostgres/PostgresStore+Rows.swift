@@ -57,7 +57,7 @@ enum Rows {
         }
         return ConnectionRecord(
             id: ClientConnectionID(text(r, "id")), userID: user, resumeToken: text(r, "resume_token"), connectedAt: connectedAt,
-            tokenExpiresAt: expires, detachedAt: time(r, "detached_at"))
+            tokenExpiresAt: expires, detachedAt: time(r, "detached_at"), node: value(r, "node"))
     }
 
     static func placement(_ row: PostgresRow) -> PlacementRecord? {

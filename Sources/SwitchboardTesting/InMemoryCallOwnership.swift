@@ -10,14 +10,38 @@ public final class InMemoryCallOwnership: CallOwnership, @unchecked Sendable {
         let lock = NSLock()
         var owners: [CallCID: CallOwner] = [:]
         var live: Set<String> = []
+        /// When each lapsed node's lease lapsed (on ``clock``).
+        var lapsedAt: [String: Date] = [:]
+        let clock: @Sendable () -> Date
 
-        public init() {}
+        /// `clock` times lapses (a test moves it by hand).
+        public init(clock: @escaping @Sendable () -> Date = { Date() }) {
+            self.clock = clock
+        }
 
         /// Node `node`'s lease lapses: another node may take its calls.
-        public func lapse(_ node: String) { lock.withLock { _ = live.remove(node) } }
+        public func lapse(_ node: String) {
+            lock.withLock {
+                _ = live.remove(node)
+                lapsedAt[node] = clock()
+            }
+        }
 
         /// Node `node` renews its lease again.
-        public func renew(_ node: String) { lock.withLock { _ = live.insert(node) } }
+        public func renew(_ node: String) {
+            lock.withLock {
+                _ = live.insert(node)
+                lapsedAt[node] = nil
+            }
+        }
+
+        /// Whether `node` is registered and its lease lapsed at least `window` ago (or it never
+        /// registered); the caller holds ``holding(_:)``.
+        func gone(_ node: String, for window: Duration) -> Bool {
+            guard !live.contains(node) else { return false }
+            guard let lapsed = lapsedAt[node] else { return true }
+            return clock().timeIntervalSince(lapsed) >= Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
+        }
 
         /// Runs `body` while no claim can change an owner (as a row lock held by a write).
         func holding<T>(_ body: () throws -> T) rethrows -> T { try lock.withLock(body) }
@@ -106,10 +130,39 @@ public final class OwnedCallStore: CallStore, @unchecked Sendable {
         self.ownership = ownership
     }
 
+    /// Connections it saves are stamped with its node (as ``ConnectionRecord/node`` says).
     public func apply(_ mutations: [CallMutation]) throws {
+        let node = ownership.node
+        let stamped = mutations.map { mutation -> CallMutation in
+            guard case .saveConnection(var connection) = mutation else { return mutation }
+            connection.node = node
+            return .saveConnection(connection)
+        }
         try ownership.table.holding {
-            try ownership.admit(mutations)
-            try base.apply(mutations)
+            try ownership.admit(stamped)
+            try base.apply(stamped)
+        }
+    }
+
+    public func takeConnection(resumeToken: String, user: UserID) throws -> ConnectionTakeover? {
+        try ownership.table.holding {
+            guard var record = try base.loadLiveState().connections.first(where: { $0.resumeToken == resumeToken && $0.userID == user }) else {
+                return nil
+            }
+            let previous = record.node
+            record.node = ownership.node
+            try base.apply([.saveConnection(record)])
+            return ConnectionTakeover(record: record, previous: previous)
+        }
+    }
+
+    public func lostConnections(_ ids: Set<ClientConnectionID>, after window: Duration) throws -> Set<ClientConnectionID> {
+        try ownership.table.holding {
+            let rows = Dictionary(try base.loadLiveState().connections.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            return ids.filter { id in
+                guard let row = rows[id] else { return true }
+                return row.node.map { ownership.table.gone($0, for: window) } ?? false
+            }
         }
     }
 

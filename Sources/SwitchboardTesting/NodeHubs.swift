@@ -5,21 +5,27 @@ import SwitchboardApp
 import SwitchboardCore
 
 /// The hubs of several nodes on one store (ADR 0012): the in-memory twins of the store and of
-/// `call_owner`, and one wall clock moved by hand (tokens last a day).
+/// `call_owner`, and one wall clock moved by hand (tokens last a day), which also times the
+/// nodes' lapses.
 public final class NodeHubs: @unchecked Sendable {
     public let base = InMemoryCallStore()
-    public let table = InMemoryCallOwnership.Table()
     public let clock = ManualWallClock()
+    public let table: InMemoryCallOwnership.Table
     public let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
     private var serial = 0
 
-    public init() {}
+    /// Each hub's call settings (a test shortens the resume window).
+    public var configuration = CallConfiguration()
+
+    public init() {
+        table = InMemoryCallOwnership.Table(clock: { [clock] in clock.now() })
+    }
 
     /// A hub of node `id` running the calls it claims (not started), its transport and its claims.
     public func hub(_ id: String, wait: Duration = .zero) -> (hub: CallHub, transport: InMemoryTransport, ownership: InMemoryCallOwnership) {
         let ownership = InMemoryCallOwnership(node: id, table: table)
         let hub = CallHub(
-            queue: DispatchQueue(label: "test.calls.\(id)"), configuration: CallConfiguration(), store: OwnedCallStore(base: base, ownership: ownership),
+            queue: DispatchQueue(label: "test.calls.\(id)"), configuration: configuration, store: OwnedCallStore(base: base, ownership: ownership),
             placement: FixedPlacement(), tokenVerifier: UserIDTokenVerifier(), wallClock: { [clock] in CallHub.roundedToMilliseconds(clock.now()) },
             newID: { UUID().uuidString.lowercased() }, logger: logger)
         hub.ownCalls(through: ownership, wait: wait)

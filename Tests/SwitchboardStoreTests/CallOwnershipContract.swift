@@ -117,6 +117,38 @@ struct CallOwnershipContract {
         try b.release([c1])
         assertRefused(try storeB.apply([.saveCall(call(c1, custom: "b2"))]), "not claimed")
     }
+
+    /// Connections (ConnectionHolding.swift): a node's store stamps the connections it saves
+    /// with its node; a resume on another node takes one over by its token (its user's alone),
+    /// naming the node that held it; a connection is lost once no row holds it, or its node's
+    /// lease lapsed at least the window ago.
+    func connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws {
+        let database = try makeDatabase()
+        let a = try database.node("node-a").store, b = try database.node("node-b").store
+        let alice = UserID("alice")!, bob = UserID("bob")!
+        let k1 = ConnectionRecord(
+            id: ClientConnectionID("k-1"), userID: alice, resumeToken: "token-1", connectedAt: at, tokenExpiresAt: at.addingTimeInterval(3600))
+        let k2 = ConnectionRecord(
+            id: ClientConnectionID("k-2"), userID: bob, resumeToken: "token-2", connectedAt: at, tokenExpiresAt: at.addingTimeInterval(3600))
+        try a.apply([.saveConnection(k1), .saveConnection(k2)])
+        XCTAssertEqual(try a.loadLiveState().connections.map(\.node), ["node-a", "node-a"])
+
+        XCTAssertNil(try b.takeConnection(resumeToken: "token-1", user: bob), "another user's token")
+        XCTAssertNil(try b.takeConnection(resumeToken: "token-9", user: alice))
+        let taken = try XCTUnwrap(try b.takeConnection(resumeToken: "token-1", user: alice))
+        XCTAssertEqual(taken.previous, "node-a")
+        XCTAssertEqual(taken.record.id, k1.id)
+        XCTAssertEqual(taken.record.node, "node-b")
+        XCTAssertEqual(try a.loadLiveState().connections.map(\.node), ["node-b", "node-a"])
+
+        let gone = ClientConnectionID("k-gone")
+        let asked: Set = [k1.id, k2.id, gone]
+        XCTAssertEqual(try b.lostConnections(asked, after: .zero), [gone], "both nodes live: only the one no row holds")
+        try database.lapse("node-a")
+        XCTAssertEqual(try b.lostConnections(asked, after: .seconds(3600)), [gone], "node-a's clients still have the window to resume")
+        XCTAssertEqual(try b.lostConnections(asked, after: .zero), [k2.id, gone])
+        XCTAssertEqual(try b.lostConnections([], after: .zero), [])
+    }
 }
 
 /// One test per ``CallOwnershipContract`` check, for each implementation.
@@ -126,6 +158,7 @@ protocol CallOwnershipContractCases {
     func test_aLapsedNodeClaimsNothing() throws
     func test_aReleaseFreesOnlyThisNodesCalls() throws
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws
+    func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws
 }
 
 final class InMemoryCallOwnershipContractTests: XCTestCase, CallOwnershipContractCases {
@@ -143,6 +176,9 @@ final class InMemoryCallOwnershipContractTests: XCTestCase, CallOwnershipContrac
     func test_aLapsedNodeClaimsNothing() throws { try contract.aLapsedNodeClaimsNothing() }
     func test_aReleaseFreesOnlyThisNodesCalls() throws { try contract.aReleaseFreesOnlyThisNodesCalls() }
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws { try contract.writesNeedTheCallsHeldAtTheirGeneration() }
+    func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws {
+        try contract.connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume()
+    }
 }
 
 /// Against a real PostgreSQL server: each node a store of its own with a registered `node` row
@@ -169,4 +205,7 @@ final class PostgresCallOwnershipContractTests: XCTestCase, CallOwnershipContrac
     func test_aLapsedNodeClaimsNothing() throws { try contract.aLapsedNodeClaimsNothing() }
     func test_aReleaseFreesOnlyThisNodesCalls() throws { try contract.aReleaseFreesOnlyThisNodesCalls() }
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws { try contract.writesNeedTheCallsHeldAtTheirGeneration() }
+    func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws {
+        try contract.connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume()
+    }
 }

@@ -59,17 +59,21 @@ public struct CallForwardBatch: Sendable, Equatable {
     public var answers: [ForwardedCallAnswer] = []
     public var notices: [CallNotice] = []
     public var lostConnections: [ClientConnectionID] = []
+    /// Connections the sender took over by a resume: the node holding one lets it go.
+    public var movedConnections: [ClientConnectionID] = []
 
     public init(
-        requests: [ForwardedCallRequest] = [], answers: [ForwardedCallAnswer] = [], notices: [CallNotice] = [], lostConnections: [ClientConnectionID] = []
+        requests: [ForwardedCallRequest] = [], answers: [ForwardedCallAnswer] = [], notices: [CallNotice] = [], lostConnections: [ClientConnectionID] = [],
+        movedConnections: [ClientConnectionID] = []
     ) {
         self.requests = requests
         self.answers = answers
         self.notices = notices
         self.lostConnections = lostConnections
+        self.movedConnections = movedConnections
     }
 
-    public var isEmpty: Bool { requests.isEmpty && answers.isEmpty && notices.isEmpty && lostConnections.isEmpty }
+    public var isEmpty: Bool { requests.isEmpty && answers.isEmpty && notices.isEmpty && lostConnections.isEmpty && movedConnections.isEmpty }
 
     /// The bus message kind these batches travel as.
     public static let messageKind = "calls"

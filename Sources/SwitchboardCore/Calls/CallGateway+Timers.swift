@@ -89,29 +89,19 @@ extension CallGateway {
         wake(by: now.addingTimeInterval(configuration.resumeWindow.seconds))
     }
 
-    /// Rebuilds from the store at start: live calls, ring deadlines, sessions, and every
-    /// client connection, detached, with a fresh resume window from `now`.
-    /// Sessions whose connection is not on record leave at once (`connection_lost`); commit
-    /// `output` before serving.
-    public mutating func restore(_ snapshot: CallStateSnapshot, now: Date, into output: inout CallGatewayOutput) {
+    /// Rebuilds from the store at start: live calls, ring deadlines, sessions, and the client
+    /// connections this node may hold (on a store several daemons share, those no node stamped
+    /// or stamped with `node`: another node's are taken over by a resume, ``adopt(_:now:)``),
+    /// detached, with a fresh resume window from `now`.
+    /// Sessions whose connection is not on record at all leave at once (`connection_lost`);
+    /// commit `output` before serving.
+    public mutating func restore(_ snapshot: CallStateSnapshot, now: Date, node: String? = nil, into output: inout CallGatewayOutput) {
         engine.restore(snapshot)
         restore(devices: snapshot.devices)
-        for record in snapshot.connections {
-            let token = UserToken(userID: record.userID.rawValue, issuedAt: record.connectedAt, expiresAt: record.tokenExpiresAt)
-            let client = ClientConnection(
-                id: record.id, user: record.userID, token: token, resumeToken: record.resumeToken, connectedAt: record.connectedAt, socket: nil,
-                detachedAt: now, remoteAddress: "")
-            // Seqs sent before the restart are unknown: number above any of them (ms × 1000
-            // stays ahead unless a connection got 1,000 events a millisecond).
-            var restored = client
-            restored.nextSeq = UInt64(max(0, now.timeIntervalSince1970 * 1000)) * 1000
-            restored.restored = true
-            clients[record.id] = restored
-            userClients[record.userID, default: []].insert(record.id)
-            wake(by: deadline(of: restored))
-        }
+        for record in snapshot.connections where record.node == nil || record.node == node { adopt(record, now: now) }
+        let onRecord = Set(snapshot.connections.map(\.id))
         let orphans = snapshot.sessions.filter { engine.callOf(session: $0.sessionID) == nil }
-        for session in snapshot.sessions where clients[session.connection] == nil {
+        for session in snapshot.sessions where !onRecord.contains(session.connection) {
             engine.connectionLost(session.connection, now: now, out: &output.calls)
         }
         for session in orphans {
@@ -121,6 +111,23 @@ extension CallGateway {
             output.calls.mutations.append(.saveSession(orphan))
         }
         flush(into: &output)
+    }
+
+    /// Holds a connection read from the store (at start, or taken over from another node by a
+    /// resume), detached, with a fresh resume window from `now`: events sent before are
+    /// unknown here, so its `seq` starts above any of them and a resume of it is never complete.
+    public mutating func adopt(_ record: ConnectionRecord, now: Date) {
+        let token = UserToken(userID: record.userID.rawValue, issuedAt: record.connectedAt, expiresAt: record.tokenExpiresAt)
+        var client = ClientConnection(
+            id: record.id, user: record.userID, token: token, resumeToken: record.resumeToken, connectedAt: record.connectedAt, socket: nil,
+            detachedAt: now, remoteAddress: "")
+        // ms × 1000 stays ahead unless a connection got 1,000 events a millisecond.
+        client.nextSeq = UInt64(max(0, now.timeIntervalSince1970 * 1000)) * 1000
+        client.restored = true
+        if let held = clients[record.id], let socket = held.socket { sockets[socket] = nil }
+        clients[record.id] = client
+        userClients[record.userID, default: []].insert(record.id)
+        wake(by: deadline(of: client))
     }
 
     /// The earliest time ``tick(now:into:)`` has work, other than idle and auth checks.

@@ -191,14 +191,21 @@ public struct ConnectionRecord: Sendable, Equatable {
     public var tokenExpiresAt: Date
     /// When its socket went away; `nil` while attached.
     public var detachedAt: Date?
+    /// On a store several daemons share, the node holding it (its writer: the store stamps it,
+    /// ADR 0012); `nil` on a store of one daemon, or written before nodes were kept.
+    public var node: String?
 
-    public init(id: ClientConnectionID, userID: UserID, resumeToken: String, connectedAt: Date, tokenExpiresAt: Date, detachedAt: Date? = nil) {
+    public init(
+        id: ClientConnectionID, userID: UserID, resumeToken: String, connectedAt: Date, tokenExpiresAt: Date, detachedAt: Date? = nil,
+        node: String? = nil
+    ) {
         self.id = id
         self.userID = userID
         self.resumeToken = resumeToken
         self.connectedAt = connectedAt
         self.tokenExpiresAt = tokenExpiresAt
         self.detachedAt = detachedAt
+        self.node = node
     }
 }
 

@@ -102,6 +102,10 @@ public protocol CallStore: Sendable {
     /// What a ring needs to know of each of `users` (every one gets an entry); the rule is
     /// ``UserPresence/derive(_:from:)``, which the default answers with.
     func presence(of users: Set<UserID>) throws -> [UserID: UserPresence]
+    /// On a store several daemons share (ConnectionHolding.swift): takes over the connection a
+    /// resume token names; the connections no live node holds any more.
+    func takeConnection(resumeToken: String, user: UserID) throws -> ConnectionTakeover?
+    func lostConnections(_ ids: Set<ClientConnectionID>, after window: Duration) throws -> Set<ClientConnectionID>
 }
 
 extension Comparable {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A ``CallForwardBatch`` on the bus (ADR 0012): one JSON object,
-/// `{"v":1,"requests":[…],"answers":[…],"notices":[…],"lost":[…]}`. A reader skips members it
+/// `{"v":1,"requests":[…],"answers":[…],"notices":[…],"lost":[…],"moved":[…]}`. A reader skips members it
 /// does not know, and refuses a batch whose members have the wrong shape (`nil`).
 extension CallForwardBatch {
     /// The wire's version; a reader refuses batches of a later one.
@@ -13,6 +13,7 @@ extension CallForwardBatch {
         if !answers.isEmpty { fields["answers"] = .array(answers.map(\.json)) }
         if !notices.isEmpty { fields["notices"] = .array(notices.map(\.json)) }
         if !lostConnections.isEmpty { fields["lost"] = .array(lostConnections.map { .string($0.rawValue) }) }
+        if !movedConnections.isEmpty { fields["moved"] = .array(movedConnections.map { .string($0.rawValue) }) }
         return JSONValue.object(fields).bytes
     }
 
@@ -22,8 +23,10 @@ extension CallForwardBatch {
         guard let requests = list(value["requests"], ForwardedCallRequest.init(json:)),
             let answers = list(value["answers"], ForwardedCallAnswer.init(json:)),
             let notices = list(value["notices"], CallNotice.init(forwarded:)),
-            let lost = list(value["lost"], { $0.stringValue.map(ClientConnectionID.init) })
+            let lost = list(value["lost"], { $0.stringValue.map(ClientConnectionID.init) }),
+            let moved = list(value["moved"], { $0.stringValue.map(ClientConnectionID.init) })
         else { return nil }
+        batch.movedConnections = moved
         batch.requests = requests
         batch.answers = answers
         batch.notices = notices

@@ -25,7 +25,7 @@ final class CallForwardBatchJSONTests: XCTestCase {
                     users: [UserID("carol")!, UserID("dave")!], except: ClientConnectionID("a-9")),
                 CallNotice(type: "connection.note", cid: nil, data: .array([.null, .bool(true)])),
             ],
-            lostConnections: [ClientConnectionID("b-4"), ClientConnectionID("b-5")])
+            lostConnections: [ClientConnectionID("b-4"), ClientConnectionID("b-5")], movedConnections: [ClientConnectionID("b-6")])
     }
 
     func test_aBatchReadsBackAsWritten() throws {
@@ -57,7 +57,7 @@ final class CallForwardBatchJSONTests: XCTestCase {
         let request =
             #"{"ticket":"t","cid":"default:x","owner":"n","generation":GEN,"user":"u","connection":"c","call_cids":null,"admin":false,"remote":"","frame":{}}"#
         let malformed = [
-            "", "[]", "{}", #"{"v":2}"#, #"{"v":"1"}"#, #"{"v":1,"lost":"c"}"#, #"{"v":1,"lost":[1]}"#,
+            "", "[]", "{}", #"{"v":2}"#, #"{"v":"1"}"#, #"{"v":1,"lost":"c"}"#, #"{"v":1,"lost":[1]}"#, #"{"v":1,"moved":[null]}"#,
             #"{"v":1,"answers":[{"ticket":"t"}]}"#, #"{"v":1,"answers":[{"ticket":"t","error":{"code":"x"}}]}"#,
             #"{"v":1,"notices":[{"type":"t","data":{},"connections":[],"users":[""]}]}"#,
             #"{"v":1,"notices":[{"type":"t","cid":"nocolon","data":{},"connections":[],"users":[]}]}"#,
