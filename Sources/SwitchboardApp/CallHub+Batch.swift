@@ -49,10 +49,12 @@ extension CallHub {
             guard case .message(let socket, _, _) = event, let frame else { return nil }
             return gateway.needsLoad(frame, on: socket)
         })
-        learnPresence(parsed.compactMap { frame in
-            guard case .success(let parsed)? = frame else { return nil }
-            return parsed.request
-        })
+        if sharing != nil {
+            learnPresence(parsed.compactMap { frame in
+                guard case .success(let parsed)? = frame else { return nil }
+                return parsed.request
+            })
+        }
         let placer = placement.placer()
         let newID = self.newID
         batch { gateway, output, now in

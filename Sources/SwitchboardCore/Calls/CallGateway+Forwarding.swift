@@ -25,7 +25,11 @@ extension CallGateway {
     /// loads it, or finds its owner, before the batch.
     public func needsLoad(_ parsed: Result<ClientFrame, ClientFrame.ParseFailure>, on socket: ConnectionID) -> CallCID? {
         if let cid = needsLoad(parsed) { return cid }
-        guard case .success(let frame) = parsed, let client = sockets[socket].flatMap({ clients[$0.client] }) else { return nil }
+        // Only a signal names no call; and only a client that joined calls through other nodes
+        // has sessions elsewhere.
+        guard case .success(let frame) = parsed, case .signal = frame.request, let client = sockets[socket].flatMap({ clients[$0.client] }),
+            !client.remoteSessions.isEmpty
+        else { return nil }
         return remoteCall(of: frame.request, client: client).flatMap { engine.call($0) == nil ? $0 : nil }
     }
 
