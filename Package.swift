@@ -230,6 +230,7 @@ let package = Package(
             dependencies: [
                 "SwitchboardCore", "SwitchboardApp", "SwitchboardTransport", "SwitchboardAdmin",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),

@@ -133,6 +133,7 @@ extension CallHub {
         do {
             guard let taken = try store.takeConnection(resumeToken: resume.token, user: id) else { return }
             gateway.adopt(taken.record, now: wallClock())
+            metrics.connectionsTakenOver.increment()
             logger.info("took over a connection resumed here", metadata: ["connection": "\(taken.record.id)", "from": "\(taken.previous ?? "none")"])
             if let sharing, let previous = taken.previous, previous != ownership?.node {
                 sharing.send([previous: CallForwardBatch(movedConnections: [taken.record.id])])
@@ -154,6 +155,7 @@ extension CallHub {
             let lost = try store.lostConnections(elsewhere, after: gateway.configuration.resumeWindow)
             guard !lost.isEmpty else { return }
             logger.info("sessions of connections no live node holds leave", metadata: ["connections": "\(lost.count)"])
+            metrics.connectionsOrphaned.increment(by: lost.count)
             batch { gateway, output, now in
                 gateway.connectionsLostElsewhere(lost.sorted(), now: now, into: &output)
                 // Their rows, of a dead node, are nobody's now.

@@ -17,6 +17,10 @@ final class CallMetrics {
     /// Call requests sent to the node running their call, and run here for another node's client.
     let forwardedOut: Counter
     let forwardedIn: Counter
+    /// Client connections taken over from the store by a resume, and connections no live node
+    /// held whose sessions this node ended (ADR 0012).
+    let connectionsTakenOver: Counter
+    let connectionsOrphaned: Counter
     private let limitedRequests: Counter
     private let ended: LabelledCounters
     private let rings: LabelledCounters
@@ -32,6 +36,8 @@ final class CallMetrics {
         callsTakenOver = Counter(label: "switchboard_call_takeovers_total", factory: factory)
         forwardedOut = Counter(label: "switchboard_call_requests_forwarded_total", dimensions: [("direction", "out")], factory: factory)
         forwardedIn = Counter(label: "switchboard_call_requests_forwarded_total", dimensions: [("direction", "in")], factory: factory)
+        connectionsTakenOver = Counter(label: "switchboard_connection_takeovers_total", factory: factory)
+        connectionsOrphaned = Counter(label: "switchboard_connections_orphaned_total", factory: factory)
         ringAnswer = Timer(label: "switchboard_ring_answer_seconds", factory: factory)
         limitedRequests = Counter(label: "switchboard_rate_limited_total", dimensions: [("kind", "call_request")], factory: factory)
         commit = Timer(label: "switchboard_sqlite_commit_seconds", dimensions: [("table", "calls")], factory: factory)

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Dispatch
 import Foundation
 import Logging
@@ -14,8 +15,9 @@ public final class NodeHubs: @unchecked Sendable {
     public let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
     private var serial = 0
 
-    /// Each hub's call settings (a test shortens the resume window).
+    /// Each hub's call settings (a test shortens the resume window), and its metrics.
     public var configuration = CallConfiguration()
+    public var metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance
 
     public init() {
         table = InMemoryCallOwnership.Table(clock: { [clock] in clock.now() })
@@ -27,7 +29,7 @@ public final class NodeHubs: @unchecked Sendable {
         let hub = CallHub(
             queue: DispatchQueue(label: "test.calls.\(id)"), configuration: configuration, store: OwnedCallStore(base: base, ownership: ownership),
             placement: FixedPlacement(), tokenVerifier: UserIDTokenVerifier(), wallClock: { [clock] in CallHub.roundedToMilliseconds(clock.now()) },
-            newID: { UUID().uuidString.lowercased() }, logger: logger)
+            newID: { UUID().uuidString.lowercased() }, metricsFactory: metricsFactory, logger: logger)
         hub.ownCalls(through: ownership, wait: wait)
         return (hub, InMemoryTransport(), ownership)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import MetricsTestKit
 import SwitchboardApp
 import SwitchboardCore
 import SwitchboardTesting
@@ -9,9 +10,11 @@ import XCTest
 /// takes it over from the store; the node running a call ends the sessions of connections no
 /// live node holds once their resume window passed.
 final class CallHubConnectionsTests: XCTestCase {
-    private let nodes: NodeHubs = {
+    private let metrics = TestMetrics()
+    private lazy var nodes: NodeHubs = {
         let nodes = NodeHubs()
         nodes.configuration.resumeWindow = .seconds(30)
+        nodes.metricsFactory = metrics
         return nodes
     }()
     private var serial = 1000
@@ -99,6 +102,7 @@ final class CallHubConnectionsTests: XCTestCase {
         XCTAssertEqual(ok["connection_id"] as? String, aliceOK["connection_id"] as? String)
         XCTAssertEqual(ok["sessions"] as? [String], [try XCTUnwrap(sessions()["alice"]).sessionID.rawValue])
         XCTAssertEqual(try nodes.base.loadLiveState().connections.first { $0.userID.rawValue == "alice" }?.node, "node-b")
+        XCTAssertEqual(try metrics.expectCounter("switchboard_connection_takeovers_total").totalValue, 1)
         _ = resumed
 
         // Within the window nothing leaves; after it, carol's session does, and her row goes.
@@ -110,6 +114,7 @@ final class CallHubConnectionsTests: XCTestCase {
         let left = try XCTUnwrap(nodes.base.callDetail(standup, eventLimit: 0)?.sessions.first { $0.userID.rawValue == "carol" })
         XCTAssertEqual(left.leftReason, "connection_lost")
         XCTAssertEqual(try nodes.base.loadLiveState().connections.map(\.userID.rawValue), ["alice"])
+        XCTAssertEqual(try metrics.expectCounter("switchboard_connections_orphaned_total").totalValue, 1)
         _ = carol
     }
 

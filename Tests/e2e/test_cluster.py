@@ -88,6 +88,9 @@ def test_a_killed_leaders_ringing_call_is_taken_over_resumed_and_times_out_once(
 
     alice = cluster.client("alice", resume=resume)
     assert alice.hello["resumed"], alice.hello
+    assert not alice.hello["replay_complete"], "the dead leader's replay buffer is gone"
+    assert "switchboard_connection_takeovers_total 1" in metrics_text(new), "alice's connection, taken over from the database"
+
     ended = alice.wait_event("call.ended", "ringing:c1", timeout=TAKEOVER_S)
     assert ended["data"]["call"]["ended_reason"] == "no_answer", ended
     log = events(new, "c1")
