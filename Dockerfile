@@ -14,6 +14,7 @@ COPY bench/placement ./bench/placement
 COPY bench/client ./bench/client
 COPY bench/bus ./bench/bus
 COPY bench/tunnel ./bench/tunnel
+COPY bench/gateway ./bench/gateway
 COPY Examples ./Examples
 COPY config ./config
 COPY scripts ./scripts

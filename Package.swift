@@ -224,6 +224,13 @@ let package = Package(
             path: "bench/tunnel",
             swiftSettings: strictSettings
         ),
+        // `scripts/bench gateway`: the call protocol's pure core on one node, per request.
+        .executableTarget(
+            name: "switchboard-gateway-bench",
+            dependencies: ["SwitchboardCore"],
+            path: "bench/gateway",
+            swiftSettings: strictSettings
+        ),
         // Test support: manual clock, in-memory transport twin, WebSocket test client.
         .target(
             name: "SwitchboardTesting",

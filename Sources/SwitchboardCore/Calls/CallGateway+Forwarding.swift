@@ -28,7 +28,7 @@ extension CallGateway {
         // Only a signal names no call; and only a client that joined calls through other nodes
         // has sessions elsewhere.
         guard case .success(let frame) = parsed, case .signal = frame.request, let client = sockets[socket].flatMap({ clients[$0.client] }),
-            !client.remoteSessions.isEmpty
+            remoteSessions[client.id] != nil
         else { return nil }
         return remoteCall(of: frame.request, client: client).flatMap { engine.call($0) == nil ? $0 : nil }
     }
@@ -38,8 +38,9 @@ extension CallGateway {
     /// another node.
     func remoteCall(of request: ClientRequest, client: ClientConnection) -> CallCID? {
         guard case .signal(let from, let to, _, _) = request, engine.callOf(session: to) == nil else { return nil }
-        if let from { return client.remoteSessions[from] }
-        let calls = Set(client.remoteSessions.values)
+        guard let sessions = remoteSessions[client.id] else { return nil }
+        if let from { return sessions[from] }
+        let calls = Set(sessions.values)
         return calls.count == 1 && engine.sessions(of: client.id).isEmpty ? calls.first : nil
     }
 
@@ -93,7 +94,7 @@ extension CallGateway {
     public mutating func answerArrived(_ answer: ForwardedCallAnswer, into output: inout CallGatewayOutput) {
         guard let awaited = awaiting.removeValue(forKey: answer.ticket) else { return }
         if awaited.joins, case .success(.object(let data)) = answer.result, case .string(let session)? = data["session_id"] {
-            clients[awaited.client]?.remoteSessions[SessionID(session)] = awaited.cid
+            if clients[awaited.client] != nil { remoteSessions[awaited.client, default: [:]][SessionID(session)] = awaited.cid }
         }
         guard sockets[awaited.socket]?.client == awaited.client else { return }
         switch answer.result {

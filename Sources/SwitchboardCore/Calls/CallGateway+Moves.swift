@@ -16,6 +16,7 @@ extension CallGateway {
     /// commit: the row is the other node's now.
     public mutating func connectionsMoved(_ connections: [ClientConnectionID], into output: inout CallGatewayOutput) {
         for id in connections {
+            remoteSessions[id] = nil
             guard let client = clients.removeValue(forKey: id) else { continue }
             userClients[client.user]?.remove(id)
             if userClients[client.user]?.isEmpty == true { userClients[client.user] = nil }

@@ -65,6 +65,7 @@ extension CallGateway {
             engine.connectionLost(id, now: now, out: &output.calls)
             if sharesCalls { output.lostConnections.append(id) }
             clients[id] = nil
+            remoteSessions[id] = nil
             userClients[client.user]?.remove(id)
             if userClients[client.user]?.isEmpty == true { userClients[client.user] = nil }
             output.calls.mutations.append(.deleteConnection(id))

@@ -32,6 +32,10 @@ public struct CallGateway: Sendable {
     public internal(set) var forwardedCalls: [CallCID: CallOwner] = [:]
     /// Forwarded requests waiting for their owner's answer, by ticket.
     var awaiting: [String: AwaitedAnswer] = [:]
+    /// The sessions each client connection holds in calls other nodes run (from their joins'
+    /// answers), for routing its `signal.send`. Beside ``clients``, not in them: a connection is
+    /// copied on every request, and a field more costs each copy.
+    var remoteSessions: [ClientConnectionID: [SessionID: CallCID]] = [:]
     /// Other nodes run calls too (ADR 0012, step 3): events that may reach connections held
     /// elsewhere, and connections whose resume window passed here, are also put out for them.
     public var sharesCalls = false
@@ -88,9 +92,6 @@ public struct ClientConnection: Sendable, Equatable {
     /// Rebuilt after a restart and not resumed since: events sent before the restart are
     /// unknown, so a resume cannot be complete.
     var restored = false
-    /// Sessions this connection holds in calls other nodes run (from their joins' answers),
-    /// for routing its `signal.send`.
-    var remoteSessions: [SessionID: CallCID] = [:]
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.id == rhs.id && lhs.user == rhs.user && lhs.token == rhs.token && lhs.socket == rhs.socket && lhs.detachedAt == rhs.detachedAt
@@ -167,6 +168,7 @@ extension CallGateway {
         for request in output.forwards { awaiting[request.ticket] = nil }
         var orphaned: [ConnectionID] = []
         for id in output.createdClients {
+            remoteSessions[id] = nil
             guard let client = clients.removeValue(forKey: id) else { continue }
             userClients[client.user]?.remove(id)
             if let socket = client.socket {
