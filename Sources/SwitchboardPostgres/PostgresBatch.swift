@@ -20,12 +20,38 @@ struct PostgresTable: Sendable {
     /// How many leading columns are the key; 0 for a log whose rows are appended in order.
     let key: Int
     let conflict: Conflict
+    /// A column naming who holds a row (a connection's `node`): a save or delete that names
+    /// a holder changes only a row held by nobody, by that holder, or by a holder no longer
+    /// live (`live` is SQL that holds when the holder it is given is), so a node cannot undo a
+    /// takeover it has not heard of. A write naming nobody changes any row.
+    struct Fence: Sendable {
+        let column: String
+        let live: @Sendable (_ holder: String) -> String
+    }
 
-    init(_ name: String, key: Int, conflict: Conflict = .replace, _ columns: KeyValuePairs<String, Kind>) {
+    let fence: (name: String, kind: Kind, live: @Sendable (String) -> String)?
+
+    init(_ name: String, key: Int, conflict: Conflict = .replace, fence: Fence? = nil, _ columns: KeyValuePairs<String, Kind>) {
         self.name = name
         self.columns = columns.map { (name: $0.key, kind: $0.value) }
         self.key = key
         self.conflict = conflict
+        self.fence = fence.map { fence in
+            guard let column = columns.first(where: { $0.key == fence.column }) else { preconditionFailure("\(name): no fence column \(fence.column)") }
+            return (name: fence.column, kind: column.value, live: fence.live)
+        }
+    }
+
+    /// Whether the stored row may be written by the write whose holder is `writer`.
+    private func fenced(writer: String) -> String {
+        guard let fence else { return "TRUE" }
+        let held = "\(name).\(fence.name)"
+        return "\(held) IS NULL OR \(writer) IS NULL OR \(held) = \(writer) OR NOT (\(fence.live(held)))"
+    }
+
+    /// The columns a delete binds: the key, then the fence (when the table has one).
+    var deleteColumns: [(name: String, kind: Kind)] {
+        Array(columns.prefix(key)) + (fence.map { [(name: $0.name, kind: $0.kind)] } ?? [])
     }
 
     private var names: String { columns.map(\.name).joined(separator: ", ") }
@@ -43,16 +69,24 @@ struct PostgresTable: Sendable {
         let keys = columns.prefix(key).map(\.name).joined(separator: ", ")
         let action: String
         switch conflict {
-        case .replace: action = "DO UPDATE SET " + columns.dropFirst(key).map { "\($0.name) = EXCLUDED.\($0.name)" }.joined(separator: ", ")
+        case .replace:
+            action = "DO UPDATE SET " + columns.dropFirst(key).map { "\($0.name) = EXCLUDED.\($0.name)" }.joined(separator: ", ")
+                + (fence.map { " WHERE " + fenced(writer: "EXCLUDED.\($0.name)") } ?? "")
         case .keep: action = "DO NOTHING"
         }
         return "INSERT INTO \(name) (\(names)) SELECT * FROM \(unnest(columns[...])) ON CONFLICT (\(keys)) \(action)"
     }
 
-    /// Deletes the rows whose keys are bound, one array per key column.
+    /// Deletes the rows whose keys are bound, one array per key column (then the fence's).
     var deleteSQL: String {
         let keys = columns.prefix(key)
-        return "DELETE FROM \(name) WHERE (\(keys.map(\.name).joined(separator: ", "))) IN (SELECT * FROM \(unnest(keys)))"
+        guard let fence else {
+            return "DELETE FROM \(name) WHERE (\(keys.map(\.name).joined(separator: ", "))) IN (SELECT * FROM \(unnest(keys)))"
+        }
+        let bound = deleteColumns.map(\.name)
+        let matches = keys.map { "\(name).\($0.name) = d.\($0.name)" }.joined(separator: " AND ")
+        return "DELETE FROM \(name) USING \(unnest(deleteColumns[...])) AS d(\(bound.joined(separator: ", "))) WHERE \(matches)"
+            + " AND (\(fenced(writer: "d.\(fence.name)")))"
     }
 }
 
@@ -102,7 +136,8 @@ enum PostgresCell: Hashable, Sendable {
 struct PostgresBatch {
     private enum Last {
         case save([PostgresCell])
-        case delete
+        /// The key's cells, then the fence's when the table has one.
+        case delete([PostgresCell])
     }
 
     private struct Rows {
@@ -135,11 +170,22 @@ struct PostgresBatch {
         }
     }
 
-    /// Deletes the row with this key (one cell per key column).
-    mutating func delete(_ table: PostgresTable, key: [PostgresCell]) {
+    /// Deletes the row with this key (one cell per key column), if held by `holder` or by
+    /// nobody on a fenced table (`holder` is ignored on others).
+    mutating func delete(_ table: PostgresTable, key: [PostgresCell], holder: PostgresCell? = nil) {
         precondition(table.key > 0 && key.count == table.key, "\(table.name): a delete needs its \(table.key) key cells")
+        let cells = table.fence.map { fence in key + [holder ?? Self.null(fence.kind)] } ?? key
         rows(table) { rows in
-            if rows.last.updateValue(.delete, forKey: key) == nil { rows.keys.append(key) }
+            if rows.last.updateValue(.delete(cells), forKey: key) == nil { rows.keys.append(key) }
+        }
+    }
+
+    private static func null(_ kind: PostgresTable.Kind) -> PostgresCell {
+        switch kind {
+        case .text: .text(nil)
+        case .bigint: .bigint(nil)
+        case .timestamptz: .timestamptz(nil)
+        case .boolean: .boolean(nil)
         }
     }
 
@@ -154,10 +200,10 @@ struct PostgresBatch {
             for key in rows.keys {
                 switch rows.last[key]! {
                 case .save(let row): saved.append(row)
-                case .delete: deleted.append(key)
+                case .delete(let cells): deleted.append(cells)
                 }
             }
-            if !deleted.isEmpty { statements.append((table.deleteSQL, try Self.bind(deleted, table.columns.prefix(table.key)))) }
+            if !deleted.isEmpty { statements.append((table.deleteSQL, try Self.bind(deleted, table.deleteColumns[...]))) }
             if !saved.isEmpty { statements.append((table.insertSQL, try Self.bind(saved, table.columns[...]))) }
         }
         return statements

@@ -18,7 +18,8 @@ extension PostgresStore {
     }
 
     /// The statements that write `mutations` (validated by the caller); connections saved are
-    /// stamped with `node`, the node holding them.
+    /// stamped with `node`, the node holding them, and a connection another live node holds
+    /// now (a resume took it over) is neither saved over nor deleted.
     static func statements(_ mutations: [CallMutation], node: String? = nil) throws(SwitchboardError) -> [(String, PostgresBindings)] {
         do {
             var batch = PostgresBatch()
@@ -62,7 +63,7 @@ extension PostgresStore {
                 .time(connection.tokenExpiresAt), .time(connection.detachedAt), .text(node ?? connection.node),
             ])
         case .deleteConnection(let id):
-            batch.delete(Table.connection, key: [.text(id.rawValue)])
+            batch.delete(Table.connection, key: [.text(id.rawValue)], holder: .text(node))
         case .savePlacement(let placement):
             batch.save(Table.placement, [
                 .text(placement.callID), .text(placement.sfu.rawValue), .text(try StoredJSON.encoded(placement.locations)),
@@ -124,6 +125,7 @@ extension PostgresStore {
             "call_event", key: 0, ["cid": .text, "call_session": .bigint, "at": .timestamptz, "type": .text, "payload": .text])
         static let connection = PostgresTable(
             "client_connection", key: 1,
+            fence: PostgresTable.Fence(column: "node") { "EXISTS (SELECT 1 FROM node n WHERE n.id = \($0) AND n.lease_until > now())" },
             [
                 "id": .text, "user_id": .text, "resume_token": .text, "connected_at": .timestamptz, "token_expires_at": .timestamptz,
                 "detached_at": .timestamptz, "node": .text,

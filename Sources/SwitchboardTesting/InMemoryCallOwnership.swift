@@ -130,7 +130,8 @@ public final class OwnedCallStore: CallStore, @unchecked Sendable {
         self.ownership = ownership
     }
 
-    /// Connections it saves are stamped with its node (as ``ConnectionRecord/node`` says).
+    /// Connections it saves are stamped with its node (as ``ConnectionRecord/node`` says); one
+    /// another live node holds now is neither saved over nor deleted (PostgreSQL's fenced writes).
     public func apply(_ mutations: [CallMutation]) throws {
         let node = ownership.node
         let stamped = mutations.map { mutation -> CallMutation in
@@ -140,7 +141,18 @@ public final class OwnedCallStore: CallStore, @unchecked Sendable {
         }
         try ownership.table.holding {
             try ownership.admit(stamped)
-            try base.apply(stamped)
+            let holders = Dictionary(try base.loadLiveState().connections.map { ($0.id, $0.node) }, uniquingKeysWith: { first, _ in first })
+            let heldElsewhere = { (id: ClientConnectionID) in
+                holders[id].flatMap { $0 }.map { $0 != node && !self.ownership.table.gone($0, for: .zero) } ?? false
+            }
+            try base.apply(
+                stamped.filter { mutation in
+                    switch mutation {
+                    case .saveConnection(let connection): !heldElsewhere(connection.id)
+                    case .deleteConnection(let id): !heldElsewhere(id)
+                    default: true
+                    }
+                })
         }
     }
 

@@ -125,12 +125,8 @@ struct CallOwnershipContract {
     func connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws {
         let database = try makeDatabase()
         let a = try database.node("node-a").store, b = try database.node("node-b").store
-        let alice = UserID("alice")!, bob = UserID("bob")!
-        let k1 = ConnectionRecord(
-            id: ClientConnectionID("k-1"), userID: alice, resumeToken: "token-1", connectedAt: at, tokenExpiresAt: at.addingTimeInterval(3600))
-        let k2 = ConnectionRecord(
-            id: ClientConnectionID("k-2"), userID: bob, resumeToken: "token-2", connectedAt: at, tokenExpiresAt: at.addingTimeInterval(3600))
-        try a.apply([.saveConnection(k1), .saveConnection(k2)])
+        let (k1, k2) = try connections(savedBy: a)
+        let alice = k1.userID, bob = k2.userID
         XCTAssertEqual(try a.loadLiveState().connections.map(\.node), ["node-a", "node-a"])
 
         XCTAssertNil(try b.takeConnection(resumeToken: "token-1", user: bob), "another user's token")
@@ -149,6 +145,48 @@ struct CallOwnershipContract {
         XCTAssertEqual(try b.lostConnections(asked, after: .zero), [k2.id, gone])
         XCTAssertEqual(try b.lostConnections([], after: .zero), [])
     }
+
+    /// Alice's `k-1` (resume token `token-1`) and Bob's `k-2` (`token-2`), saved by `store`.
+    private func connections(savedBy store: any CallStore) throws -> (ConnectionRecord, ConnectionRecord) {
+        let k1 = ConnectionRecord(
+            id: ClientConnectionID("k-1"), userID: UserID("alice")!, resumeToken: "token-1", connectedAt: at,
+            tokenExpiresAt: at.addingTimeInterval(3600))
+        let k2 = ConnectionRecord(
+            id: ClientConnectionID("k-2"), userID: UserID("bob")!, resumeToken: "token-2", connectedAt: at, tokenExpiresAt: at.addingTimeInterval(3600))
+        try store.apply([.saveConnection(k1), .saveConnection(k2)])
+        return (k1, k2)
+    }
+
+    /// A node that has not heard its connection was taken over neither saves over the new
+    /// holder's row nor deletes it; its own connections it saves and deletes as before.
+    func aConnectionTakenOverIsNotWrittenByItsPreviousNode() throws {
+        let database = try makeDatabase()
+        let a = try database.node("node-a").store, b = try database.node("node-b").store
+        var (k1, k2) = try connections(savedBy: a)
+        _ = try XCTUnwrap(try b.takeConnection(resumeToken: "token-1", user: k1.userID))
+
+        k1.detachedAt = at.addingTimeInterval(5)
+        try a.apply([.saveConnection(k1)])
+        var rows = try b.loadLiveState().connections
+        XCTAssertEqual(rows.map(\.node), ["node-b", "node-a"])
+        XCTAssertNil(rows.first?.detachedAt, "node-a's late detach is not written over node-b's row")
+
+        try a.apply([.deleteConnection(k1.id), .deleteConnection(k2.id)])
+        rows = try b.loadLiveState().connections
+        XCTAssertEqual(rows.map(\.id), [k1.id], "node-a deletes its own connection, not the one node-b took over")
+
+        k1.detachedAt = at.addingTimeInterval(9)
+        try b.apply([.saveConnection(k1)])
+        XCTAssertEqual(try a.loadLiveState().connections.first?.detachedAt, k1.detachedAt, "the holder writes its row")
+        try b.apply([.deleteConnection(k1.id)])
+        XCTAssertEqual(try a.loadLiveState().connections, [])
+
+        // The row of a node whose lease lapsed is anyone's to write (the sweep of its connections).
+        try b.apply([.saveConnection(k1)])
+        try database.lapse("node-b")
+        try a.apply([.deleteConnection(k1.id)])
+        XCTAssertEqual(try a.loadLiveState().connections, [], "node-b is dead: its row goes")
+    }
 }
 
 /// One test per ``CallOwnershipContract`` check, for each implementation.
@@ -159,6 +197,7 @@ protocol CallOwnershipContractCases {
     func test_aReleaseFreesOnlyThisNodesCalls() throws
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws
+    func test_aConnectionTakenOverIsNotWrittenByItsPreviousNode() throws
 }
 
 final class InMemoryCallOwnershipContractTests: XCTestCase, CallOwnershipContractCases {
@@ -179,6 +218,7 @@ final class InMemoryCallOwnershipContractTests: XCTestCase, CallOwnershipContrac
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws {
         try contract.connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume()
     }
+    func test_aConnectionTakenOverIsNotWrittenByItsPreviousNode() throws { try contract.aConnectionTakenOverIsNotWrittenByItsPreviousNode() }
 }
 
 /// Against a real PostgreSQL server: each node a store of its own with a registered `node` row
@@ -208,4 +248,5 @@ final class PostgresCallOwnershipContractTests: XCTestCase, CallOwnershipContrac
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws {
         try contract.connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume()
     }
+    func test_aConnectionTakenOverIsNotWrittenByItsPreviousNode() throws { try contract.aConnectionTakenOverIsNotWrittenByItsPreviousNode() }
 }

@@ -26,7 +26,8 @@ final class PostgresBatchTests: XCTestCase, CallFixtures {
                 "INSERT INTO call", "INSERT INTO call_member", "INSERT INTO call_session", "INSERT INTO call_event",
                 "DELETE FROM client_connection", "INSERT INTO client_connection",
             ])
-        XCTAssertEqual(statements.map(\.1.count), [13, 7, 11, 5, 1, 7], "one array per column (per key column for deletes)")
+        XCTAssertEqual(
+            statements.map(\.1.count), [13, 7, 11, 5, 2, 7], "one array per column (per key column for deletes, and a connection's node)")
         XCTAssertEqual(try PostgresStore.statements([]).count, 0, "an empty batch writes nothing")
     }
 
@@ -40,6 +41,16 @@ final class PostgresBatchTests: XCTestCase, CallFixtures {
                 + "ring_reason = EXCLUDED.ring_reason, ring_updated_at = EXCLUDED.ring_updated_at, ring_deadline = EXCLUDED.ring_deadline")
         XCTAssertEqual(
             member.deleteSQL, "DELETE FROM call_member WHERE (cid, user_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))")
+        let connection = PostgresStore.Table.connection
+        XCTAssertEqual(
+            connection.deleteSQL,
+            "DELETE FROM client_connection USING unnest($1::text[], $2::text[]) AS d(id, node) WHERE client_connection.id = d.id AND "
+                + "(client_connection.node IS NULL OR d.node IS NULL OR client_connection.node = d.node OR NOT (EXISTS (SELECT 1 FROM node n "
+                + "WHERE n.id = client_connection.node AND n.lease_until > now())))")
+        XCTAssertTrue(
+            connection.insertSQL.hasSuffix(
+                "WHERE client_connection.node IS NULL OR EXCLUDED.node IS NULL OR client_connection.node = EXCLUDED.node OR NOT (EXISTS "
+                    + "(SELECT 1 FROM node n WHERE n.id = client_connection.node AND n.lease_until > now()))"))
         XCTAssertTrue(PostgresStore.Table.event.insertSQL.hasSuffix("WITH ORDINALITY AS u(cid, call_session, at, type, payload, n) ORDER BY n"))
         XCTAssertTrue(PostgresStore.Table.message.insertSQL.hasSuffix("ON CONFLICT (id) DO NOTHING"))
     }
