@@ -311,24 +311,34 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         clusterTunnel?.closeRelayed(.goingAway, reason: "server is shutting down")
         let clean = transport.drain(code: .goingAway, timeout: configuration.drainTimeout)
         if !clean { logger.warning("drain timeout passed with sockets still open; closing them") }
-        let stuck = transport.stop(timeout: max(.seconds(1), min(configuration.drainTimeout, .seconds(5))))
+        let bound = max(.seconds(1), min(configuration.drainTimeout, .seconds(5)))
+        let stuck = transport.stop(timeout: bound)
         if !stuck.isEmpty {
             logger.critical("service threads did not stop (stuck); exiting without them", metadata: ["threads": "\(stuck)"])
             lock.withLock { stuckThreads = stuck }
         }
-        calls?.stop()
-        hub.stop()
-        stopTunnel()
-        calls?.onRoomsChanged(nil)
-        lock.withLock { poller }?.stop()
-        lock.withLock { rooms }?.stop()
-        lock.withLock { httpClient }?.shutdown()
-        stopWebhooks()
-        directory?.stop()
-        lock.withLock { adminContext }?.install(nil)
-        closeStore()
+        // Each step bounded and named in the log: a store or bus that stopped answering must
+        // neither hold the stop past its time nor hide where it waits.
+        let steps = ShutdownSteps(bound: bound, logger: logger)
+        steps.run("call hub") { [self] in
+            calls?.stop()
+            hub.stop()
+        }
+        steps.run("cluster tunnel") { [self] in stopTunnel() }
+        steps.run("SFU rooms and polling") { [self] in
+            calls?.onRoomsChanged(nil)
+            lock.withLock { poller }?.stop()
+            lock.withLock { rooms }?.stop()
+            lock.withLock { httpClient }?.shutdown()
+        }
+        steps.run("webhooks") { [self] in stopWebhooks() }
+        steps.run("SFU directory") { [self] in
+            directory?.stop()
+            lock.withLock { adminContext }?.install(nil)
+        }
+        steps.run("store") { [self] in closeStore() }
         lock.withLock { stateLock = nil }
-        logger.notice("stopped")
+        logger.notice("stopped", metadata: steps.leftBehind.isEmpty ? [:] : ["left_behind": "\(steps.leftBehind)"])
     }
 
     /// Builds the call hub on a queue of its own (a commit never holds up PeerJS relaying),
