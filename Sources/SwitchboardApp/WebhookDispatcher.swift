@@ -40,8 +40,13 @@ public final class WebhookDispatcher: @unchecked Sendable {
     var signingKeys: [String: SigningKeys] = [:]
     /// Deletes old finished deliveries every ``pruneInterval`` (`webhooks.retention_ms`).
     var pruneTimer: (any DispatchSourceTimer)?
-    /// Attempts whose outcome has not been committed yet: a test or a shutdown waits on it.
+    /// Attempts whose outcome has not been committed yet (and store reads under way): a test
+    /// or a shutdown waits on it.
     let idle = DispatchGroup()
+    /// A read of the store's pending deliveries under way (``storeChanged()``).
+    var refresh = Refresh()
+    /// Reads the store's pending deliveries every so often (``refreshFromStore(every:)``).
+    var refreshTimer: (any DispatchSourceTimer)?
 
     public init(
         settings: WebhookSettings, store: any CallStore & WebhookStore, poster: any WebhookPoster,
@@ -119,6 +124,8 @@ public final class WebhookDispatcher: @unchecked Sendable {
             timer?.cancel()
             timer = nil
             timerWake = nil
+            refreshTimer?.cancel()
+            refreshTimer = nil
         }
         stopPruning()
     }
@@ -230,6 +237,7 @@ public final class WebhookDispatcher: @unchecked Sendable {
             logger.warning("webhook endpoint answered 410 Gone; disabled until enabled on the admin API", metadata: ["endpoint": "\(state.name)"])
         }
         unsaved += mutations
+        if refresh.reading { refresh.finished.insert(Refresh.Key(messageID: delivery.messageID, endpoint: delivery.endpoint)) }
     }
 
     /// Commits the outcomes decided so far, then starts what is due. A failed commit loses only

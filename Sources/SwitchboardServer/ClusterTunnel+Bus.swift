@@ -9,9 +9,10 @@ import SwitchboardPostgres
 extension ClusterTunnel {
 
     func deliver(_ message: NodeMessage) {
-        if message.kind == CallForwardBatch.messageKind {
-            deliverCalls(message)
-            return
+        switch message.kind {
+        case CallForwardBatch.messageKind: return deliverCalls(message)
+        case Self.webhooksKind: return deliverWebhookNotice(message)
+        default: break
         }
         let batch: TunnelBatch
         do {
@@ -184,8 +185,9 @@ extension ClusterTunnel {
             failed: { [weak self] kind in
                 self?.dropped.increment()
                 // A lost tunnel batch leaves a gap in its sockets' streams; a lost batch of
-                // calls is answered by its requests' timeout.
-                if kind != CallForwardBatch.messageKind { self?.sendFailed(to: node) }
+                // calls is answered by its requests' timeout, a lost webhook notice by the
+                // dispatcher's periodic read.
+                if kind != CallForwardBatch.messageKind && kind != Self.webhooksKind { self?.sendFailed(to: node) }
             })
         state.outboxes[node] = outbox
         outbox.enqueue(kind: kind, batch, body: body, onSent: onSent)

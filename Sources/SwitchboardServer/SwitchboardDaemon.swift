@@ -168,6 +168,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let webhooks = configuration.connectPath == nil ? nil : makeWebhooks(store: store, factory: factory)
         let calls = try startCalls(store: store, directory: directory, tokens: tokens, webhooks: webhooks, factory: factory)
         try webhooks?.dispatcher.start()
+        if let dispatcher = webhooks?.dispatcher { hearOtherNodesWebhooks(dispatcher, store: store) }
         if let dispatcher = webhooks?.dispatcher { directory.sendWebhooks(configuration.calls.webhooks, to: dispatcher.committed) }
         let context = DaemonAdminContext(
             hub: hub, transport: transport, store: store, directory: directory, calls: calls,
@@ -339,27 +340,6 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         steps.run("store") { [self] in closeStore() }
         lock.withLock { stateLock = nil }
         logger.notice("stopped", metadata: steps.leftBehind.isEmpty ? [:] : ["left_behind": "\(steps.leftBehind)"])
-    }
-
-    /// Builds the call hub on a queue of its own (a commit never holds up PeerJS relaying),
-    /// rebuilds call state from the store and attaches it to `connect.path`.
-    private func startCalls(
-        store: any DaemonStore, directory: SFUDirectory, tokens: JWTTokenService?, webhooks: (dispatcher: WebhookDispatcher, client: WebhookDeliveryClient)?,
-        factory: any MetricsFactory
-    ) throws -> CallHub? {
-        guard let path = configuration.connectPath else { return nil }
-        let calls = CallHub(
-            queue: DispatchQueue(label: "switchboard.calls"), configuration: configuration.calls, store: store, placement: directory,
-            tokenVerifier: tokens, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) }, newID: clocks.newID,
-            metricsFactory: factory, logger: logger)
-        if let dispatcher = webhooks?.dispatcher { calls.onWebhooksCommitted(dispatcher.committed) }
-        if let postgres = store as? PostgresStore {
-            // Calls owned per node (ADR 0012): claimed before they are loaded, every write checked.
-            calls.ownCalls(through: postgres.ownCalls(as: nodeID), wait: configuration.postgresLease)
-        }
-        try calls.start(transport: clusterTunnel ?? transport)
-        hub.attach(calls: calls, path: path)
-        return calls
     }
 
     /// Runs until a graceful shutdown is requested (ServiceLifecycle), or until another daemon

@@ -1,9 +1,10 @@
 import Foundation
 import Logging
-import SwitchboardApp
 import SwitchboardCore
 import SwitchboardTesting
 import XCTest
+
+@testable import SwitchboardApp
 
 /// The delivery worker against the in-memory store and a scripted poster, time moved by hand:
 /// what it sends, what it commits, retries, dead letters, 410, rotation and a restart.
@@ -77,6 +78,65 @@ final class WebhookDispatcherTests: XCTestCase {
         XCTAssertEqual(try status("msg_default:a_2"), .delivered)
         XCTAssertEqual(try store.pendingWebhooks(), [])
         XCTAssertEqual(poster.attempts.first?.keys, [try WebhookSignature.key(fromSecret: secret)])
+    }
+
+    /// Messages another daemon's call hub committed reach this dispatcher only through the
+    /// store: a notice (``WebhookDispatcher/storeChanged()``) reads and sends them in each call's
+    /// order; one in flight or delivered is not sent again, and a stopped dispatcher reads nothing.
+    func test_aNoticeSendsTheMessagesAnotherNodeCommittedOnceEach() throws {
+        let dispatcher = try dispatcher()
+        defer { dispatcher.stop() }
+        try commit("default:a", 1)
+        try commit("default:a", 2)
+        settle(dispatcher)
+        XCTAssertEqual(poster.attempts.count, 0, "not handed over and not read: not known yet")
+
+        poster.holdsAttempts = true
+        dispatcher.storeChanged()
+        waitUntil("the first is in flight") { poster.heldCount == 1 }
+        XCTAssertEqual(poster.attempts.map(\.messageID), ["msg_default:a_1"], "a call's messages one at a time, in order")
+        dispatcher.storeChanged()
+        dispatcher.storeChanged()
+        waitUntil("the reads are done") { !dispatcher.isRefreshing }
+        XCTAssertEqual(poster.attempts.count, 1, "the one in flight is not started again by the reads")
+        poster.holdsAttempts = false
+        poster.release()
+        settle(dispatcher)
+        XCTAssertEqual(poster.attempts.map(\.messageID), ["msg_default:a_1", "msg_default:a_2"])
+        XCTAssertEqual(try store.pendingWebhooks(), [])
+
+        dispatcher.storeChanged()
+        settle(dispatcher)
+        XCTAssertEqual(poster.attempts.count, 2, "delivered ones are not sent again")
+
+        dispatcher.stop()
+        try commit("default:b", 1)
+        dispatcher.storeChanged()
+        settle(dispatcher)
+        XCTAssertEqual(poster.attempts.count, 2, "a stopped dispatcher reads nothing")
+    }
+
+    /// The race a read of the store runs: an attempt that ends while the read waits behind the
+    /// store's queue is read as pending (its outcome is written after the read) and is not sent again.
+    func test_anAttemptThatEndsWhileTheStoreIsReadIsNotSentAgain() throws {
+        let dispatcher = try dispatcher()
+        defer { dispatcher.stop() }
+        poster.holdsAttempts = true
+        dispatcher.committed(try commit("default:a", 1))
+        waitUntil("the attempt is in flight") { poster.heldCount == 1 }
+
+        let gate = DispatchSemaphore(value: 0)
+        dispatcher.commits.async { gate.wait() }
+        dispatcher.storeChanged()
+        XCTAssertTrue(dispatcher.isRefreshing)
+        poster.holdsAttempts = false
+        poster.release()
+        dispatcher.pumpNow()  // after the answer was taken: the outcome waits behind the read
+        gate.signal()
+        waitUntil("the read is done") { !dispatcher.isRefreshing }
+        settle(dispatcher)
+        XCTAssertEqual(poster.attempts.map(\.messageID), ["msg_default:a_1"])
+        XCTAssertEqual(try status("msg_default:a_1"), .delivered)
     }
 
     func test_aFailedAttemptIsRetriedAfterItsBackoffAndAnEndpointGone410IsDisabledUntilEnabled() throws {

@@ -69,6 +69,32 @@ final class ClusterTunnelTests: XCTestCase {
         await pair.leader.stop()
     }
 
+    /// A node whose hub committed webhook messages tells the leader, whose dispatcher reads
+    /// them; the leader sends itself none, and its notices after the first are not lost.
+    func test_aWebhookNoticeReachesTheLeadersDispatcher() async {
+        let pair = Pair()
+        let notices = Mutex(0)
+        pair.leader.onWebhooksCommitted { notices.withLock { $0 += 1 } }
+        pair.leader.becameLeader()
+        pair.leader.lead(hub: pair.hub, generation: 1)
+        pair.leader.start(timer: false)
+        pair.front.start(timer: false)
+        eventually("both listening") { pair.leader.listening && pair.front.listening }
+
+        pair.front.sendWebhooksCommitted()
+        pair.leader.sendWebhooksCommitted()
+        pair.front.follow(TunnelFront.Leader(node: "L", generation: 1))
+        pair.front.sendWebhooksCommitted()
+        eventually("the leader heard it") { notices.withLock { $0 } >= 1 }
+        pair.front.transportDidReceive([.opened(socket(1), upgrade)])
+        eventually("a batch sent after it arrived") { pair.hub.events.count == 1 }
+        XCTAssertEqual(notices.withLock { $0 }, 1, "none before a leader was known, none from the leader itself")
+
+        pair.front.sendWebhooksCommitted()
+        eventually("the next notice arrives too") { notices.withLock { $0 } == 2 }
+        await stop(pair)
+    }
+
     func test_aRelayedSocketReachesTheLeadersHubsAndTheirCommandsComeBack() async {
         let pair = started()
         pair.front.transportDidReceive([.opened(socket(1), upgrade), message(socket(1), 1)])
