@@ -31,7 +31,8 @@ public struct RoomReconciliation: Sendable, Equatable {
 /// queues and every request is bounded by the client's timeout.
 public final class JanusRoomReconciler: Sendable {
     let targets: @Sendable () -> [SFUPollTarget]
-    let desired: @Sendable () async -> [SFUID: [DesiredRoom]]
+    /// What the rooms should hold; `nil` when it cannot be known now (the run is skipped).
+    let desired: @Sendable () async -> [SFUID: [DesiredRoom]]?
     let keys: SFURoomKeys
     let janus: JanusAdminClient
     let secrets: SecretReader
@@ -58,7 +59,7 @@ public final class JanusRoomReconciler: Sendable {
     static let verifyEvery = 30
 
     public init(
-        targets: @escaping @Sendable () -> [SFUPollTarget], desired: @escaping @Sendable () async -> [SFUID: [DesiredRoom]],
+        targets: @escaping @Sendable () -> [SFUPollTarget], desired: @escaping @Sendable () async -> [SFUID: [DesiredRoom]]?,
         keys: SFURoomKeys, janus: JanusAdminClient, secrets: SecretReader = SecretReader(),
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger
     ) {
@@ -73,10 +74,11 @@ public final class JanusRoomReconciler: Sendable {
     }
 
     /// Reconciles every Janus once, concurrently. A Janus that cannot be reached keeps what it
-    /// has until a later run (its calls move when polling marks it down).
+    /// has until a later run (its calls move when polling marks it down); with no answer from
+    /// `desired`, none is touched.
     @discardableResult
     public func reconcileAll() async -> [SFUID: Result<RoomReconciliation, JanusError>] {
-        let wanted = await desired()
+        guard let wanted = await desired() else { return [:] }
         return await withTaskGroup(of: (SFUID, Result<RoomReconciliation, JanusError>).self) { group in
             for target in targets() {
                 let rooms = wanted[target.id] ?? []
@@ -185,7 +187,15 @@ public final class JanusRoomReconciler: Sendable {
     /// Reconciles `target` with what the calls want now, again while kicks came meanwhile.
     private func runUntilClean(_ target: SFUPollTarget) async {
         while true {
-            let rooms = await desired()[target.id] ?? []
+            guard let wanted = await desired() else {
+                // Not known now: the next kick or periodic run tries again.
+                state.withLock { state in
+                    state.dirty.remove(target.id)
+                    state.running.remove(target.id)
+                }
+                return
+            }
+            let rooms = wanted[target.id] ?? []
             do throws(JanusError) {
                 _ = try await reconcile(target, rooms: rooms)
             } catch {

@@ -9,11 +9,8 @@ import SwitchboardPostgres
 extension ClusterTunnel {
 
     func deliver(_ message: NodeMessage) {
-        switch message.kind {
-        case CallForwardBatch.messageKind: return deliverCalls(message)
-        case Self.webhooksKind: return deliverWebhookNotice(message)
-        default: break
-        }
+        if message.kind == CallForwardBatch.messageKind { return deliverCalls(message) }
+        if let notice = LeaderNotice(rawValue: message.kind) { return deliverLeaderNotice(notice, from: message.from) }
         let batch: TunnelBatch
         do {
             batch = try TunnelBatch.decode(message.body)
@@ -185,9 +182,9 @@ extension ClusterTunnel {
             failed: { [weak self] kind in
                 self?.dropped.increment()
                 // A lost tunnel batch leaves a gap in its sockets' streams; a lost batch of
-                // calls is answered by its requests' timeout, a lost webhook notice by the
-                // dispatcher's periodic read.
-                if kind != CallForwardBatch.messageKind && kind != Self.webhooksKind { self?.sendFailed(to: node) }
+                // calls is answered by its requests' timeout, a lost notice by its singleton's
+                // periodic run.
+                if kind != CallForwardBatch.messageKind && LeaderNotice(rawValue: kind) == nil { self?.sendFailed(to: node) }
             })
         state.outboxes[node] = outbox
         outbox.enqueue(kind: kind, batch, body: body, onSent: onSent)

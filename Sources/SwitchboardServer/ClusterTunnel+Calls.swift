@@ -28,39 +28,45 @@ extension ClusterTunnel {
         callsArrived(batch, message.from)
     }
 
-    /// The bus kind of a webhook notice: messages were committed, the leader's dispatcher reads them.
-    static let webhooksKind = "webhooks"
-
-    /// Tells the leader the front follows that this node committed webhook messages (its call
-    /// hub's commits), so its dispatcher reads and sends them now. A notice already queued
-    /// covers the next commits; with no leader known, or a notice lost, the dispatcher's
-    /// periodic read finds them.
-    func sendWebhooksCommitted() {
+    /// Tells the leader the front follows that this node's commits changed what a singleton
+    /// the leader runs must act on (``LeaderNotice``). A notice of a kind already queued covers
+    /// the next commits; with no leader known, or a notice lost, the singleton's periodic run
+    /// finds the change.
+    func notifyLeader(_ notice: LeaderNotice) {
         state.withLock { state in
-            guard case .front = state.role, let leader = state.front.leader, !state.webhookNoticeQueued else { return }
-            state.webhookNoticeQueued = true
-            enqueue(&state, to: leader.node, kind: Self.webhooksKind, TunnelBatch(generation: leader.generation), body: "{}") { [weak self] in
-                self?.state.withLock { $0.webhookNoticeQueued = false }
+            guard case .front = state.role, let leader = state.front.leader, !state.noticesQueued.contains(notice) else { return }
+            state.noticesQueued.insert(notice)
+            enqueue(&state, to: leader.node, kind: notice.rawValue, TunnelBatch(generation: leader.generation), body: "{}") { [weak self] in
+                self?.state.withLock { _ = $0.noticesQueued.remove(notice) }
             }
         }
     }
 
-    /// Who hears, while this node leads, that another node committed webhook messages (the
-    /// webhook dispatcher's ``WebhookDispatcher/storeChanged()``); any time, from any thread.
-    func onWebhooksCommitted(_ handler: (@Sendable () -> Void)?) {
-        state.withLock { $0.webhooksCommitted = handler }
+    /// Who hears, while this node leads, the notices other nodes send (the webhook dispatcher's
+    /// ``WebhookDispatcher/storeChanged()``, the room reconciler's kick); any time, any thread.
+    func onLeaderNotice(_ handler: (@Sendable (LeaderNotice) -> Void)?) {
+        state.withLock { $0.leaderNotices = handler }
     }
 
-    /// A webhook notice from another node: to the dispatcher, when this node leads.
-    func deliverWebhookNotice(_ message: NodeMessage) {
-        let handler = state.withLock { state -> (@Sendable () -> Void)? in
+    /// A notice from another node: to the singletons, when this node leads.
+    func deliverLeaderNotice(_ notice: LeaderNotice, from node: String) {
+        let handler = state.withLock { state -> (@Sendable (LeaderNotice) -> Void)? in
             guard case .leader = state.role else { return nil }
-            return state.webhooksCommitted
+            return state.leaderNotices
         }
         guard let handler else {
-            logger.debug("dropped a webhook notice: this node does not lead", metadata: ["from": "\(message.from)"])
+            logger.debug("dropped a notice: this node does not lead", metadata: ["from": "\(node)", "kind": "\(notice.rawValue)"])
             return
         }
-        handler()
+        handler(notice)
     }
+}
+
+/// What another node's commits changed for a singleton the leader runs (ADR 0012); each is a
+/// bus kind of its own, with an empty body.
+enum LeaderNotice: String, Sendable, Hashable, CaseIterable {
+    /// Webhook messages committed: the dispatcher reads the pending deliveries.
+    case webhooks
+    /// Placements or sessions of calls with rooms committed: the Janus room reconciler runs.
+    case rooms
 }

@@ -46,10 +46,10 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         var draining = false
         /// Whether a send of the leader's waiting reports is scheduled (``reportDelay`` from the first).
         var reportsScheduled = false
-        /// Whether a webhook notice to the leader is queued and not sent yet (one is enough).
-        var webhookNoticeQueued = false
-        /// On the leader: hears that another node committed webhook messages (``onWebhooksCommitted(_:)``).
-        var webhooksCommitted: (@Sendable () -> Void)?
+        /// The notices to the leader queued and not sent yet (one of a kind is enough).
+        var noticesQueued: Set<LeaderNotice> = []
+        /// On the leader: hears other nodes' notices (``onLeaderNotice(_:)``).
+        var leaderNotices: (@Sendable (LeaderNotice) -> Void)?
     }
 
     let node: String

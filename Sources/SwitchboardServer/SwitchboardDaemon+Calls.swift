@@ -4,6 +4,7 @@ import SwitchboardApp
 import SwitchboardAuth
 import SwitchboardCore
 import SwitchboardPostgres
+import SwitchboardSFU
 
 extension SwitchboardDaemon {
     /// Builds the call hub on a queue of its own (a commit never holds up PeerJS relaying),
@@ -27,12 +28,42 @@ extension SwitchboardDaemon {
         return calls
     }
 
-    /// Several daemons share the store (PostgreSQL): other nodes' call hubs commit webhook
-    /// messages too. They send a notice on the bus, and a read every lease finds those whose
-    /// notice was lost.
-    func hearOtherNodesWebhooks(_ dispatcher: WebhookDispatcher, store: any DaemonStore) {
+    /// Several daemons share the store (PostgreSQL): other nodes' call hubs commit what the
+    /// leader's singletons act on too. They send a notice on the bus (``LeaderNotice``), and the
+    /// singletons' periodic runs find what a lost notice did not say: the dispatcher reads the
+    /// pending deliveries every lease, the reconciler runs every poll interval.
+    func hearOtherNodes(store: any DaemonStore, dispatcher: WebhookDispatcher?, rooms: JanusRoomReconciler?) {
         guard store is PostgresStore else { return }
-        clusterTunnel?.onWebhooksCommitted { [weak dispatcher] in dispatcher?.storeChanged() }
-        dispatcher.refreshFromStore(every: configuration.postgresLease)
+        clusterTunnel?.onLeaderNotice { [weak dispatcher, weak rooms] notice in
+            switch notice {
+            case .webhooks: dispatcher?.storeChanged()
+            case .rooms: rooms?.kick()
+            }
+        }
+        dispatcher?.refreshFromStore(every: configuration.postgresLease)
+    }
+
+    /// What the Janus rooms should hold. On PostgreSQL, the live rooms the store holds: every
+    /// node's calls, not only those this one runs (ADR 0012), read off the reconciler's task;
+    /// `nil` when the read fails, and the run is skipped (no room goes for want of a read).
+    /// Otherwise the call hub's calls, which are all the calls.
+    func desiredRooms(store: any DaemonStore, calls: CallHub?) -> @Sendable () async -> [SFUID: [DesiredRoom]]? {
+        guard store is PostgresStore else { return { await calls?.desiredRooms() ?? [:] } }
+        let types = configuration.calls.types
+        // A call of a type no longer configured keeps its room, sized as the largest type.
+        let largest = types.values.map(\.maxParticipants).max() ?? CallTypeSettings.meeting.maxParticipants
+        return { [logger] in
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    do {
+                        let rooms = try store.liveRooms()
+                        continuation.resume(returning: LiveRoom.desired(rooms) { types[$0]?.maxParticipants ?? largest })
+                    } catch {
+                        logger.warning("could not read the calls' rooms from the store; the room check waits for the next run", metadata: ["error": "\(error)"])
+                        continuation.resume(returning: nil)
+                    }
+                }
+            }
+        }
     }
 }

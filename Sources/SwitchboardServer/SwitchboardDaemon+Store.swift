@@ -7,7 +7,7 @@ import SwitchboardStore
 import SwitchboardTransport
 
 /// Every port the daemon's store serves: the SQLite store and the PostgreSQL store both do.
-public typealias DaemonStore = CallStore & WebhookStore & SFUStore & AuditLog & StoreHealth
+public typealias DaemonStore = CallStore & WebhookStore & SFUStore & AuditLog & StoreHealth & LiveRoomReading
 
 extension SwitchboardConfiguration {
     /// Where the store is, for logs and `check-config` (never a password).

@@ -168,7 +168,6 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let webhooks = configuration.connectPath == nil ? nil : makeWebhooks(store: store, factory: factory)
         let calls = try startCalls(store: store, directory: directory, tokens: tokens, webhooks: webhooks, factory: factory)
         try webhooks?.dispatcher.start()
-        if let dispatcher = webhooks?.dispatcher { hearOtherNodesWebhooks(dispatcher, store: store) }
         if let dispatcher = webhooks?.dispatcher { directory.sendWebhooks(configuration.calls.webhooks, to: dispatcher.committed) }
         let context = DaemonAdminContext(
             hub: hub, transport: transport, store: store, directory: directory, calls: calls,
@@ -195,7 +194,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let janus = JanusAdminClient(http: httpClient, timeout: configuration.placement.pollTimeout)
         let rooms = directory.roomKeys.map { keys in
             JanusRoomReconciler(
-                targets: directory.pollTargets, desired: { await calls?.desiredRooms() ?? [:] }, keys: keys, janus: janus,
+                targets: directory.pollTargets, desired: desiredRooms(store: store, calls: calls), keys: keys, janus: janus,
                 metricsFactory: factory, logger: logger)
         }
         directory.start { [logger] moves in
@@ -220,6 +219,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
             calls?.onRoomsChanged { rooms.kick() }
             rooms.start(interval: configuration.placement.pollInterval)
         }
+        hearOtherNodes(store: store, dispatcher: webhooks?.dispatcher, rooms: rooms)
         do {
             try lock.withLock {
                 precondition(!started, "start() called twice")

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import SwitchboardCore
 
-extension SQLiteStore: SFUStore {
+extension SQLiteStore: SFUStore, LiveRoomReading {
     public func allSFUs() throws -> [SFURecord] {
         try pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM sfu ORDER BY id").compactMap(Self.sfu) }
     }

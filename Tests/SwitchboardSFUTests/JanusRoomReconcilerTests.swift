@@ -19,7 +19,7 @@ final class JanusRoomReconcilerTests: XCTestCase {
 
     private func reconciler() -> JanusRoomReconciler {
         JanusRoomReconciler(
-            targets: { [target] in [target] }, desired: { [wanted] in wanted!.rooms }, keys: keys,
+            targets: { [target] in [target] }, desired: { [wanted] in wanted!.unknown ? nil : wanted!.rooms }, keys: keys,
             janus: JanusAdminClient(http: janus, timeout: .seconds(1)), secrets: SecretReader(environment: { $0 == "S" ? "admin-secret" : nil }),
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
@@ -83,6 +83,23 @@ final class JanusRoomReconcilerTests: XCTestCase {
         let state = janus.state
         XCTAssertEqual(Set(state.rooms.keys), [keys.roomID(call: "default:a", sfu: target.id), 42, 43], "a room that refuses the derived secret is left alone")
         XCTAssertEqual(state.tokens, [token("default:a", "s1"), "operator-token"])
+    }
+
+    /// When what the calls want cannot be read (the store is away), a run touches no Janus:
+    /// no room goes for want of a read.
+    func test_aRunWithNothingKnownOfTheCallsLeavesEveryRoom() async throws {
+        wanted.rooms = [target.id: [room("default:a", sessions: ["s1"])]]
+        let sync = reconciler()
+        let first = await sync.reconcileAll()
+        XCTAssertEqual(try first[target.id]?.get().roomsCreated, 1)
+        _ = janus.takeVerbs()
+
+        wanted.unknown = true
+        let skipped = await sync.reconcileAll()
+        XCTAssertTrue(skipped.isEmpty)
+        XCTAssertEqual(janus.takeVerbs(), [])
+        XCTAssertEqual(Set(janus.state.rooms.keys), [keys.roomID(call: "default:a", sfu: target.id)])
+        XCTAssertEqual(janus.state.tokens, [token("default:a", "s1")])
     }
 
     func test_aRestartedJanusGetsEverythingBackAndAnUnreachableOneFailsAlone() async throws {
@@ -159,6 +176,12 @@ private final class Routing: HTTPPoster, @unchecked Sendable {
 final class Wanted: @unchecked Sendable {
     private let lock = NSLock()
     private var value: [SFUID: [DesiredRoom]] = [:]
+    private var unknownValue = false
+    /// Whether what the rooms should hold cannot be read now (the store is away).
+    var unknown: Bool {
+        get { lock.withLock { unknownValue } }
+        set { lock.withLock { unknownValue = newValue } }
+    }
     var rooms: [SFUID: [DesiredRoom]] {
         get { lock.withLock { value } }
         set { lock.withLock { value = newValue } }

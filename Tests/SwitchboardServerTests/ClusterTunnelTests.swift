@@ -69,29 +69,31 @@ final class ClusterTunnelTests: XCTestCase {
         await pair.leader.stop()
     }
 
-    /// A node whose hub committed webhook messages tells the leader, whose dispatcher reads
-    /// them; the leader sends itself none, and its notices after the first are not lost.
-    func test_aWebhookNoticeReachesTheLeadersDispatcher() async {
+    /// A node whose hub committed what a singleton acts on tells the leader, one notice of a
+    /// kind queued at a time; the leader sends itself none, and later notices are not lost.
+    func test_noticesReachTheLeadersSingletons() async {
         let pair = Pair()
-        let notices = Mutex(0)
-        pair.leader.onWebhooksCommitted { notices.withLock { $0 += 1 } }
+        let notices = Mutex<[LeaderNotice]>([])
+        pair.leader.onLeaderNotice { notice in notices.withLock { $0.append(notice) } }
         pair.leader.becameLeader()
         pair.leader.lead(hub: pair.hub, generation: 1)
         pair.leader.start(timer: false)
         pair.front.start(timer: false)
         eventually("both listening") { pair.leader.listening && pair.front.listening }
 
-        pair.front.sendWebhooksCommitted()
-        pair.leader.sendWebhooksCommitted()
+        pair.front.notifyLeader(.webhooks)
+        pair.leader.notifyLeader(.webhooks)
         pair.front.follow(TunnelFront.Leader(node: "L", generation: 1))
-        pair.front.sendWebhooksCommitted()
-        eventually("the leader heard it") { notices.withLock { $0 } >= 1 }
+        pair.front.notifyLeader(.webhooks)
+        pair.front.notifyLeader(.rooms)
+        eventually("the leader heard both") { notices.withLock { $0.count } >= 2 }
         pair.front.transportDidReceive([.opened(socket(1), upgrade)])
-        eventually("a batch sent after it arrived") { pair.hub.events.count == 1 }
-        XCTAssertEqual(notices.withLock { $0 }, 1, "none before a leader was known, none from the leader itself")
+        eventually("a batch sent after them arrived") { pair.hub.events.count == 1 }
+        XCTAssertEqual(notices.withLock { $0 }, [.webhooks, .rooms], "none before a leader was known, none from the leader itself")
 
-        pair.front.sendWebhooksCommitted()
-        eventually("the next notice arrives too") { notices.withLock { $0 } == 2 }
+        pair.front.notifyLeader(.webhooks)
+        eventually("the next notice arrives too") { notices.withLock { $0.count } == 3 }
+        XCTAssertEqual(notices.withLock { $0.last }, .webhooks)
         await stop(pair)
     }
 
