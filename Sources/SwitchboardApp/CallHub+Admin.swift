@@ -13,29 +13,44 @@ extension CallHub: CallAdministration {
     }
 
     public func endCall(_ cid: CallCID) throws(SwitchboardError) {
-        try load(cid)
-        try adminAction { gateway, output, now throws(SwitchboardError) in _ = try gateway.adminEnd(cid, now: now, into: &output) }
+        try administer(.end, cid, forwarding: true)
     }
 
     public func removeSession(_ session: SessionID, from cid: CallCID) throws(SwitchboardError) {
-        try load(cid)
-        try adminAction { gateway, output, now throws(SwitchboardError) in try gateway.adminKick(session, from: cid, now: now, into: &output) }
+        try administer(.kick(session), cid, forwarding: true)
+    }
+
+    /// Makes an admin change here, or, for a call another live node runs (with `forwarding`,
+    /// when this hub shares calls), at that node, waiting for its answer.
+    func administer(_ action: ForwardedAdminRequest.Action, _ cid: CallCID, forwarding: Bool) throws(SwitchboardError) {
+        if let owner = try load(cid, forwarding: forwarding) {
+            return try forwardAdmin(action, cid, to: owner)
+        }
+        try adminAction { gateway, output, now throws(SwitchboardError) in
+            switch action {
+            case .end: _ = try gateway.adminEnd(cid, now: now, into: &output)
+            case .kick(let session): try gateway.adminKick(session, from: cid, now: now, into: &output)
+            }
+        }
     }
 
     /// Brings a call that is not in memory (ended, evicted) in from the store, so admin actions
-    /// on it get `call_ended` rather than `call_not_found`.
-    private func load(_ cid: CallCID) throws(SwitchboardError) {
-        guard !queue.sync(execute: { gateway.holds(cid) }) else { return }
-        if let refusal = queue.sync(execute: { () -> SwitchboardError? in
+    /// on it get `call_ended` rather than `call_not_found`; the owner when another live node
+    /// runs it and the change goes there (`forwarding`, on a hub that shares calls).
+    private func load(_ cid: CallCID, forwarding: Bool) throws(SwitchboardError) -> CallOwner? {
+        guard !queue.sync(execute: { gateway.holds(cid) }) else { return nil }
+        let (refusal, owner) = queue.sync { () -> (SwitchboardError?, CallOwner?) in
             defer { gateway.clearRefusals() }
-            return claim([cid]).isEmpty ? gateway.refusedCalls[cid] : nil
-        }) {
-            throw refusal
+            guard claim([cid], forwarding: forwarding).isEmpty else { return (nil, nil) }
+            return (gateway.refusedCalls[cid], gateway.forwardedCalls[cid])
         }
+        if let refusal { throw refusal }
+        if let owner { return owner }
         guard let (record, members) = try storeCall({ () throws -> (call: CallRecord, members: [MemberRecord])? in try store.loadCall(cid) }) else {
-            return
+            return nil
         }
         queue.sync { gateway.adopt(record, members: members) }
+        return nil
     }
 
     public func connections() -> [ConnectionView] {

@@ -36,10 +36,12 @@ extension CallHub {
     func receiveForwarded(_ batch: CallForwardBatch, from node: String) {
         dispatchPrecondition(condition: .onQueue(queue))
         metrics.forwardedIn.increment(by: batch.requests.count)
-        if !batch.answers.isEmpty || !batch.notices.isEmpty || !batch.movedConnections.isEmpty {
+        runForwardedAdmin(batch.adminRequests, from: node)
+        let answers = takeAdminAnswers(batch.answers)
+        if !answers.isEmpty || !batch.notices.isEmpty || !batch.movedConnections.isEmpty {
             self.batch { gateway, output, _ in
                 gateway.connectionsMoved(batch.movedConnections, into: &output)
-                for answer in batch.answers { gateway.answerArrived(answer, into: &output) }
+                for answer in answers { gateway.answerArrived(answer, into: &output) }
                 gateway.noticesArrived(batch.notices, into: &output)
             }
         }

@@ -41,6 +41,8 @@ public final class CallHub: @unchecked Sendable {
     var ticksSinceRelease = 0
     /// Events queued by ``enqueue(_:)`` and whether a drain is scheduled (any thread).
     let inbox = Mutex(Inbox())
+    /// Admin changes sent to their calls' owners, waiting for the answers (any thread).
+    let forwardedAdmin = ForwardedAdminWaits()
 
     struct Inbox {
         var events: [TransportEvent] = []

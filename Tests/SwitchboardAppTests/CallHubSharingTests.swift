@@ -1,9 +1,10 @@
 import Foundation
 import Logging
-import SwitchboardApp
 import SwitchboardCore
 import SwitchboardTesting
 import XCTest
+
+@testable import SwitchboardApp
 
 /// Calls run by several nodes (ADR 0012, step 3): hubs of two nodes on one store (the twins of
 /// the store and of `call_owner`), each running the calls it claimed and sharing them: a
@@ -95,6 +96,48 @@ final class CallHubSharingTests: XCTestCase {
         XCTAssertEqual(custom.count, 1)
         XCTAssertEqual(custom.first?["call_cid"] as? String, "default:standup")
         XCTAssertEqual(hubs.lock.withLock { hubs.sent["node-a"]?.flatMap(\.requests).count }, 1, "one request forwarded")
+    }
+
+    /// The admin API's end and kick of a call another node runs are made by that node, as its
+    /// own admin API makes them; its refusals come back with their codes.
+    func test_anAdminEndAndKickOfACallTheOtherNodeRunsAreMadeByItsOwner() throws {
+        let a = try node("node-a"), b = try node("node-b")
+        let alice = connect(b, "alice"), carol = connect(b, "carol")
+        send(b, alice, #"{"id":1,"type":"call.join","data":{"type":"default","id":"standup","create":true}}"#)
+        send(b, carol, #"{"id":2,"type":"call.join","data":{"type":"default","id":"standup"}}"#)
+        let carolSession = try XCTUnwrap(try base.loadLiveState().sessions.first { $0.userID.rawValue == "carol" }).sessionID
+        _ = b.transport.drain()
+
+        try a.hub.removeSession(carolSession, from: standup)
+        settle(a, b)
+        let kicked = try XCTUnwrap(base.callDetail(standup, eventLimit: 0)?.sessions.first { $0.sessionID == carolSession })
+        XCTAssertEqual(kicked.leftReason, "kicked")
+        XCTAssertTrue(frames(b, alice).contains { $0["type"] as? String == "call.participant_left" }, "the owner's clients hear it")
+        XCTAssertThrowsError(try a.hub.removeSession(carolSession, from: standup)) {
+            XCTAssertEqual(($0 as? SwitchboardError)?.code, .sessionNotFound, "\($0)")
+        }
+
+        try a.hub.endCall(standup)
+        settle(a, b)
+        XCTAssertNotNil(try base.loadCall(standup)?.call.endedAt)
+        XCTAssertTrue(frames(b, alice).contains { $0["type"] as? String == "call.ended" })
+        XCTAssertEqual(a.hub.claimedCalls, [], "node-a never ran it")
+        XCTAssertEqual(b.hub.claimedCalls, [standup])
+        XCTAssertEqual(hubs.lock.withLock { hubs.sent["node-b"]?.flatMap(\.adminRequests).count }, 3)
+    }
+
+    /// An owner that does not answer: the admin change is `unavailable`, naming it, after the wait.
+    func test_anAdminChangeWhoseOwnerDoesNotAnswerIsUnavailableNamingIt() throws {
+        let a = try node("node-a"), b = try node("node-b")
+        let alice = connect(b, "alice")
+        send(b, alice, #"{"id":1,"type":"call.join","data":{"type":"default","id":"standup","create":true}}"#)
+        hubs.lock.withLock { hubs.hubs["node-b"] = nil }  // its batches go nowhere now
+        a.hub.forwardedAdmin.timeout = .milliseconds(50)
+        XCTAssertThrowsError(try a.hub.endCall(standup)) { error in
+            XCTAssertEqual((error as? SwitchboardError)?.code, .unavailable)
+            XCTAssertTrue("\(error)".contains("node-b"), "\(error)")
+        }
+        XCTAssertNil(try base.loadCall(standup)?.call.endedAt)
     }
 
     func test_aRingCrossesNodesAndTheAcceptGoesToTheOwner() throws {

@@ -38,6 +38,32 @@ public struct ForwardedCallAnswer: Sendable, Equatable {
     }
 }
 
+/// An admin API change to a call another node runs (ADR 0012, step 3.5): the node that took
+/// the HTTP request sends it to the call's owner, which makes it as its own admin API would,
+/// and answers with a ``ForwardedCallAnswer`` (empty `data`, or the error).
+public struct ForwardedAdminRequest: Sendable, Equatable {
+    public enum Action: Sendable, Equatable {
+        /// `POST /v1/calls/{type}/{id}/end`.
+        case end
+        /// `DELETE /v1/calls/{type}/{id}/sessions/{session}`.
+        case kick(SessionID)
+    }
+
+    /// Unique on the asking node: the answer names it.
+    public var ticket: String
+    public var cid: CallCID
+    /// The owner the asking node sent it to.
+    public var owner: CallOwner
+    public var action: Action
+
+    public init(ticket: String, cid: CallCID, owner: CallOwner, action: Action) {
+        self.ticket = ticket
+        self.cid = cid
+        self.owner = owner
+        self.action = action
+    }
+}
+
 /// A forwarded request the client's node waits for: whom to answer, and until when.
 struct AwaitedAnswer: Sendable, Equatable {
     var socket: ConnectionID
@@ -61,19 +87,24 @@ public struct CallForwardBatch: Sendable, Equatable {
     public var lostConnections: [ClientConnectionID] = []
     /// Connections the sender took over by a resume: the node holding one lets it go.
     public var movedConnections: [ClientConnectionID] = []
+    /// Admin API changes to calls the receiver runs.
+    public var adminRequests: [ForwardedAdminRequest] = []
 
     public init(
         requests: [ForwardedCallRequest] = [], answers: [ForwardedCallAnswer] = [], notices: [CallNotice] = [], lostConnections: [ClientConnectionID] = [],
-        movedConnections: [ClientConnectionID] = []
+        movedConnections: [ClientConnectionID] = [], adminRequests: [ForwardedAdminRequest] = []
     ) {
         self.requests = requests
         self.answers = answers
         self.notices = notices
         self.lostConnections = lostConnections
         self.movedConnections = movedConnections
+        self.adminRequests = adminRequests
     }
 
-    public var isEmpty: Bool { requests.isEmpty && answers.isEmpty && notices.isEmpty && lostConnections.isEmpty && movedConnections.isEmpty }
+    public var isEmpty: Bool {
+        requests.isEmpty && answers.isEmpty && notices.isEmpty && lostConnections.isEmpty && movedConnections.isEmpty && adminRequests.isEmpty
+    }
 
     /// The bus message kind these batches travel as.
     public static let messageKind = "calls"
@@ -81,7 +112,7 @@ public struct CallForwardBatch: Sendable, Equatable {
 
 extension SwitchboardError {
     /// The owner of a forwarded request did not answer in time.
-    static func ownerSilent(_ owner: CallOwner) -> SwitchboardError {
+    public static func ownerSilent(_ owner: CallOwner) -> SwitchboardError {
         SwitchboardError(.unavailable, "\(owner), which runs the call, did not answer; try again")
     }
 }

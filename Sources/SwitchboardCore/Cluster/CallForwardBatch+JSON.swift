@@ -1,8 +1,10 @@
 import Foundation
 
 /// A ``CallForwardBatch`` on the bus (ADR 0012): one JSON object,
-/// `{"v":1,"requests":[…],"answers":[…],"notices":[…],"lost":[…],"moved":[…]}`. A reader skips members it
-/// does not know, and refuses a batch whose members have the wrong shape (`nil`).
+/// `{"v":1,"requests":[…],"answers":[…],"notices":[…],"lost":[…],"moved":[…],"admin":[…]}`. A reader
+/// skips members it does not know (a node of an older build drops `admin`: its asker gets no
+/// answer and says the owner is silent), and refuses a batch whose members have the wrong
+/// shape (`nil`).
 extension CallForwardBatch {
     /// The wire's version; a reader refuses batches of a later one.
     public static let version = 1
@@ -14,6 +16,7 @@ extension CallForwardBatch {
         if !notices.isEmpty { fields["notices"] = .array(notices.map(\.json)) }
         if !lostConnections.isEmpty { fields["lost"] = .array(lostConnections.map { .string($0.rawValue) }) }
         if !movedConnections.isEmpty { fields["moved"] = .array(movedConnections.map { .string($0.rawValue) }) }
+        if !adminRequests.isEmpty { fields["admin"] = .array(adminRequests.map(\.json)) }
         return JSONValue.object(fields).bytes
     }
 
@@ -24,8 +27,10 @@ extension CallForwardBatch {
             let answers = list(value["answers"], ForwardedCallAnswer.init(json:)),
             let notices = list(value["notices"], CallNotice.init(forwarded:)),
             let lost = list(value["lost"], { $0.stringValue.map(ClientConnectionID.init) }),
-            let moved = list(value["moved"], { $0.stringValue.map(ClientConnectionID.init) })
+            let moved = list(value["moved"], { $0.stringValue.map(ClientConnectionID.init) }),
+            let admin = list(value["admin"], ForwardedAdminRequest.init(json:))
         else { return nil }
+        batch.adminRequests = admin
         batch.movedConnections = moved
         batch.requests = requests
         batch.answers = answers
@@ -73,6 +78,33 @@ extension ForwardedCallRequest {
             ticket: ticket, cid: cid, owner: CallOwner(node: node, generation: generation),
             actor: CallActor(user: user, connection: ClientConnectionID(connection), allowedCIDs: allowed, isAdmin: admin), remoteAddress: remote,
             frame: frame)
+    }
+}
+
+extension ForwardedAdminRequest {
+    var json: JSONValue {
+        var fields: [String: JSONValue] = [
+            "ticket": .string(ticket), "cid": .string(cid.cid), "owner": .string(owner.node), "generation": .number(Double(owner.generation)),
+        ]
+        switch action {
+        case .end: fields["action"] = .string("end")
+        case .kick(let session):
+            fields["action"] = .string("kick")
+            fields["session"] = .string(session.rawValue)
+        }
+        return .object(fields)
+    }
+
+    init?(json: JSONValue) {
+        guard let ticket = json["ticket"]?.stringValue, let cid = json["cid"]?.stringValue.flatMap(CallCID.init(cid:)),
+            let node = json["owner"]?.stringValue, let generation = json["generation"]?.int64Value, let action = json["action"]?.stringValue
+        else { return nil }
+        switch (action, json["session"]?.stringValue) {
+        case ("end", _): self.init(ticket: ticket, cid: cid, owner: CallOwner(node: node, generation: generation), action: .end)
+        case ("kick", let session?):
+            self.init(ticket: ticket, cid: cid, owner: CallOwner(node: node, generation: generation), action: .kick(SessionID(session)))
+        default: return nil
+        }
     }
 }
 

@@ -25,7 +25,11 @@ final class CallForwardBatchJSONTests: XCTestCase {
                     users: [UserID("carol")!, UserID("dave")!], except: ClientConnectionID("a-9")),
                 CallNotice(type: "connection.note", cid: nil, data: .array([.null, .bool(true)])),
             ],
-            lostConnections: [ClientConnectionID("b-4"), ClientConnectionID("b-5")], movedConnections: [ClientConnectionID("b-6")])
+            lostConnections: [ClientConnectionID("b-4"), ClientConnectionID("b-5")], movedConnections: [ClientConnectionID("b-6")],
+            adminRequests: [
+                ForwardedAdminRequest(ticket: "t-4", cid: cid, owner: CallOwner(node: "node-a", generation: 7), action: .end),
+                ForwardedAdminRequest(ticket: "t-5", cid: cid, owner: CallOwner(node: "node-a", generation: 7), action: .kick(SessionID("s-\"9"))),
+            ])
     }
 
     func test_aBatchReadsBackAsWritten() throws {
@@ -61,6 +65,9 @@ final class CallForwardBatchJSONTests: XCTestCase {
             #"{"v":1,"answers":[{"ticket":"t"}]}"#, #"{"v":1,"answers":[{"ticket":"t","error":{"code":"x"}}]}"#,
             #"{"v":1,"notices":[{"type":"t","data":{},"connections":[],"users":[""]}]}"#,
             #"{"v":1,"notices":[{"type":"t","cid":"nocolon","data":{},"connections":[],"users":[]}]}"#,
+            #"{"v":1,"admin":[{"ticket":"t","cid":"default:x","owner":"n","generation":1,"action":"kick"}]}"#,
+            #"{"v":1,"admin":[{"ticket":"t","cid":"default:x","owner":"n","generation":1,"action":"mute"}]}"#,
+            #"{"v":1,"admin":[{"ticket":"t","cid":"default:x","owner":"n","action":"end"}]}"#,
             #"{"v":1,"requests":["# + request.replacingOccurrences(of: "GEN", with: "1e300") + "]}",
             #"{"v":1,"requests":["# + request.replacingOccurrences(of: "GEN", with: "1.5") + "]}",
             #"{"v":1,"requests":["# + request.replacingOccurrences(of: "GEN", with: "1").replacingOccurrences(of: "\"frame\":{}", with: "\"frame\":[]")
