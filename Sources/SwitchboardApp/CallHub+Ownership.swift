@@ -21,7 +21,7 @@ extension CallHub {
     /// The calls this hub holds claims on.
     public var claimedCalls: Set<CallCID> { queue.sync { ownership?.held ?? [] } }
 
-    /// How often, in ticks, calls that left memory are given up.
+    /// How often, in ticks, a shared store's housekeeping runs (``sweepOwnership()``).
     public static let releaseEveryTicks = 50
 
     /// The store's live state at start, limited to the calls this node could claim: each claim
@@ -105,18 +105,51 @@ extension CallHub {
         return cids.filter { refusals[$0] == nil && elsewhere[$0] == nil }
     }
 
-    /// Every so many ticks, gives up the claims on calls that left memory (ended and evicted).
+    /// The housekeeping of a store several daemons share, every ``releaseEveryTicks`` ticks:
+    /// calls that left memory are given up, orphaned calls adopted, lost connections swept.
+    func sweepOwnership() {
+        guard ownership != nil else { return }
+        ticksSinceSweep += 1
+        guard ticksSinceSweep >= Self.releaseEveryTicks else { return }
+        ticksSinceSweep = 0
+        releaseEvicted()
+        adoptOrphans()
+        sweepLostConnections()
+    }
+
+    /// Gives up the claims on calls that left memory (ended and evicted).
     func releaseEvicted() {
         guard let ownership else { return }
-        ticksSinceRelease += 1
-        guard ticksSinceRelease >= Self.releaseEveryTicks else { return }
-        ticksSinceRelease = 0
         let gone = ownership.held.filter { !gateway.holds($0) }
         guard !gone.isEmpty else { return }
         do {
             try ownership.release(Array(gone))
         } catch {
             logger.warning("giving up calls that left memory failed; tried again later", metadata: ["calls": "\(gone.count)", "error": "\(error)"])
+        }
+    }
+}
+
+extension CallHub {
+    /// Orphans adopted per sweep at most (each costs a read of its call).
+    static let orphansPerSweep = 100
+
+    /// Adopts live calls no live node holds (their owner died, or gave them up while live), so
+    /// that their deadlines pass (a ring's timeout, an empty call's end, the resume windows of
+    /// their sessions) even when no client asks for them; a call another node adopts first
+    /// stays with it (the claim decides).
+    func adoptOrphans() {
+        guard let ownership else { return }
+        do {
+            let orphans = try ownership.orphans(limit: Self.orphansPerSweep)
+            guard !orphans.isEmpty else { return }
+            preload(orphans, forwarding: false)
+            gateway.clearRefusals()
+            let adopted = orphans.filter { gateway.holds($0) }
+            guard !adopted.isEmpty else { return }
+            logger.notice("adopted live calls no live node held", metadata: ["calls": "\(adopted.count)", "first": "\(adopted[0])"])
+        } catch {
+            logger.warning("looking for calls no live node holds failed; tried again later", metadata: ["error": "\(error)"])
         }
     }
 }
@@ -148,7 +181,7 @@ extension CallHub {
     /// ago) leave (`connection_lost`), as a connection's own node would have ended them, and the
     /// rows of such connections go.
     func sweepLostConnections() {
-        guard ownership != nil, ticksSinceRelease == 0 else { return }
+        guard ownership != nil else { return }
         let elsewhere = gateway.sessionsHeldElsewhere
         guard !elsewhere.isEmpty else { return }
         do {

@@ -37,8 +37,8 @@ public final class CallHub: @unchecked Sendable {
     var claimWait: Duration = .zero
     /// Set when other nodes run calls too (``shareCalls(peers:send:)``). On ``queue``.
     var sharing: CallSharing?
-    /// Ticks since calls that left memory were last given up (``releaseEvicted()``).
-    var ticksSinceRelease = 0
+    /// Ticks since the last sweep of a shared store (``sweepOwnership()``).
+    var ticksSinceSweep = 0
     /// Events queued by ``enqueue(_:)`` and whether a drain is scheduled (any thread).
     let inbox = Mutex(Inbox())
     /// Admin changes sent to their calls' owners, waiting for the answers (any thread).
@@ -127,7 +127,6 @@ public final class CallHub: @unchecked Sendable {
     func tick() {
         dispatchPrecondition(condition: .onQueue(queue))
         batch { gateway, output, now in gateway.tick(now: now, into: &output) }
-        releaseEvicted()
-        sweepLostConnections()
+        sweepOwnership()
     }
 }

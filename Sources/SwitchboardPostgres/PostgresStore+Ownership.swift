@@ -82,6 +82,22 @@ public final class PostgresCallOwnership: CallOwnership, Sendable {
         claimed.withLock { $0[cid.cid] != nil }
     }
 
+    public func orphans(limit: Int) throws -> [CallCID] {
+        guard limit > 0 else { return [] }
+        var binds = PostgresBindings()
+        binds.append(Int64(limit))
+        return try session.withConnection { connection in
+            try connection.query(
+                """
+                SELECT c.cid FROM call c LEFT JOIN call_owner o ON o.cid = c.cid
+                WHERE c.ended_at IS NULL
+                  AND (o.cid IS NULL OR NOT EXISTS (SELECT 1 FROM node n WHERE n.id = o.node AND n.lease_until > now()))
+                ORDER BY c.cid LIMIT $1
+                """, binds
+            ).compactMap { row in CallCID(cid: try row.decode(String.self)) }
+        }
+    }
+
     public var held: Set<CallCID> {
         Set(claimed.withLock { $0.keys.compactMap { CallCID(cid: $0) } })
     }

@@ -13,9 +13,12 @@ public final class InMemoryCallOwnership: CallOwnership, @unchecked Sendable {
         /// When each lapsed node's lease lapsed (on ``clock``).
         var lapsedAt: [String: Date] = [:]
         let clock: @Sendable () -> Date
+        /// The store the nodes share, for the live calls (``orphans(limit:)``).
+        let calls: InMemoryCallStore
 
-        /// `clock` times lapses (a test moves it by hand).
-        public init(clock: @escaping @Sendable () -> Date = { Date() }) {
+        /// `clock` times lapses (a test moves it by hand); `calls` is the store the nodes share.
+        public init(calls: InMemoryCallStore, clock: @escaping @Sendable () -> Date = { Date() }) {
+            self.calls = calls
             self.clock = clock
         }
 
@@ -52,7 +55,7 @@ public final class InMemoryCallOwnership: CallOwnership, @unchecked Sendable {
     /// The generation this node claimed each call it holds at.
     private var claimed: [CallCID: Int64] = [:]
 
-    public init(node: String, table: Table = Table()) {
+    public init(node: String, table: Table = Table(calls: InMemoryCallStore())) {
         self.node = node
         self.table = table
         table.renew(node)
@@ -97,6 +100,15 @@ public final class InMemoryCallOwnership: CallOwnership, @unchecked Sendable {
 
     public func holds(_ cid: CallCID) -> Bool {
         table.holding { claimed[cid] != nil }
+    }
+
+    public func orphans(limit: Int) throws -> [CallCID] {
+        try table.holding {
+            try table.calls.loadLiveState().calls.map(\.cid)
+                .filter { cid in table.owners[cid].map { !table.live.contains($0.node) } ?? true }
+                .sorted { $0.cid.utf8.lexicographicallyPrecedes($1.cid.utf8) }
+                .prefix(max(0, limit)).map { $0 }
+        }
     }
 
     public var held: Set<CallCID> {

@@ -20,7 +20,7 @@ public final class NodeHubs: @unchecked Sendable {
     public var metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance
 
     public init() {
-        table = InMemoryCallOwnership.Table(clock: { [clock] in clock.now() })
+        table = InMemoryCallOwnership.Table(calls: base, clock: { [clock] in clock.now() })
     }
 
     /// A hub of node `id` running the calls it claims (not started), its transport and its claims.

@@ -91,6 +91,28 @@ final class CallHubOwnershipTests: XCTestCase {
         XCTAssertNil(a.hub.withGateway { $0.engine.call(CallCID(type: "ringing", id: "r")!) }, "and it left memory")
     }
 
+    /// A dead node's ringing call that no client asks about is adopted by another node's sweep,
+    /// and its ring still times out there, once.
+    func test_aDeadNodesCallNobodyAsksForIsAdoptedAndItsRingTimesOut() throws {
+        let a = try node("node-a"), b = try node("node-b")
+        let alice = connect(a, "alice")
+        _ = try request(a, alice, #"{"id":1,"type":"call.join","data":{"type":"ringing","id":"r","create":true,"members":["bob"],"ring":true}}"#)
+        for _ in 0..<CallHub.releaseEveryTicks { b.hub.tickNow() }
+        XCTAssertEqual(b.hub.claimedCalls, [], "node-a lives: its call stays with it")
+
+        table.lapse("node-a")
+        for _ in 0..<CallHub.releaseEveryTicks { b.hub.tickNow() }
+        XCTAssertEqual(b.hub.claimedCalls, [r])
+        XCTAssertEqual(try b.ownership.owners(of: [r]), [r: CallOwner(node: "node-b", generation: 2)])
+        XCTAssertEqual(try base.loadCall(r)?.members.first { $0.userID.rawValue == "bob" }?.ringState, .ringing)
+
+        clock.advance(by: .seconds(31))
+        b.hub.tickNow()
+        let bob = try XCTUnwrap(try base.loadCall(r)?.members.first { $0.userID.rawValue == "bob" })
+        XCTAssertEqual(bob.ringState, .missed, "the ring timed out on the adopting node")
+        XCTAssertEqual(try base.loadLiveState().calls.map(\.cid), [], "nobody answered: the call ended")
+    }
+
     /// A start claims the live calls nobody else runs and leaves those a live node holds (its
     /// wait over); once that node's lease lapses, a request takes its call over.
     func test_aStartRunsTheLiveCallsItCouldClaim() throws {

@@ -70,6 +70,31 @@ struct CallOwnershipContract {
         XCTAssertEqual(try again.claim([c1]), [c1: CallOwner(node: "node-a", generation: 3)], "a live node again, the other lapsed")
     }
 
+    /// Live calls nobody holds are orphans, by cid and up to the limit: a released one, and a
+    /// lapsed node's; a live node's and an ended one are not. A claim takes them.
+    func liveCallsNoLiveNodeHoldsAreOrphans() throws {
+        let database = try makeDatabase()
+        let (storeA, a) = try database.node("node-a"), (storeB, b) = try database.node("node-b")
+        let c4 = CallCID(type: "default", id: "c4")!
+        _ = try a.claim([c1, c3, c4])
+        _ = try b.claim([c2])
+        var ended = call(c4)
+        ended.endedAt = at
+        try storeA.apply([.saveCall(call(c1)), .saveCall(call(c3)), .saveCall(ended)])
+        try storeB.apply([.saveCall(call(c2))])
+        XCTAssertEqual(try b.orphans(limit: 10), [])
+
+        try a.release([c3])
+        XCTAssertEqual(try b.orphans(limit: 10), [c3], "released, still live")
+        try database.lapse("node-a")
+        XCTAssertEqual(try b.orphans(limit: 10), [c1, c3], "node-a's live call too; not its ended one, not node-b's")
+        XCTAssertEqual(try b.orphans(limit: 1), [c1])
+        XCTAssertEqual(try b.orphans(limit: 0), [])
+        _ = try b.claim(try b.orphans(limit: 10))
+        XCTAssertEqual(try b.orphans(limit: 10), [])
+        XCTAssertEqual(b.held, [c1, c2, c3])
+    }
+
     /// A node whose own lease lapsed claims nothing.
     func aLapsedNodeClaimsNothing() throws {
         let database = try makeDatabase()
@@ -194,6 +219,7 @@ protocol CallOwnershipContractCases {
     func test_aClaimTakesFreeCallsAndLeavesLiveHolds() throws
     func test_aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() throws
     func test_aLapsedNodeClaimsNothing() throws
+    func test_liveCallsNoLiveNodeHoldsAreOrphans() throws
     func test_aReleaseFreesOnlyThisNodesCalls() throws
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws
@@ -202,7 +228,7 @@ protocol CallOwnershipContractCases {
 
 final class InMemoryCallOwnershipContractTests: XCTestCase, CallOwnershipContractCases {
     private let contract = CallOwnershipContract(makeDatabase: {
-        let table = InMemoryCallOwnership.Table(), base = InMemoryCallStore()
+        let base = InMemoryCallStore(), table = InMemoryCallOwnership.Table(calls: base)
         return CallOwnershipContract.Database(
             node: { node in
                 let ownership = InMemoryCallOwnership(node: node, table: table)
@@ -213,6 +239,7 @@ final class InMemoryCallOwnershipContractTests: XCTestCase, CallOwnershipContrac
     func test_aClaimTakesFreeCallsAndLeavesLiveHolds() throws { try contract.aClaimTakesFreeCallsAndLeavesLiveHolds() }
     func test_aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() throws { try contract.aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() }
     func test_aLapsedNodeClaimsNothing() throws { try contract.aLapsedNodeClaimsNothing() }
+    func test_liveCallsNoLiveNodeHoldsAreOrphans() throws { try contract.liveCallsNoLiveNodeHoldsAreOrphans() }
     func test_aReleaseFreesOnlyThisNodesCalls() throws { try contract.aReleaseFreesOnlyThisNodesCalls() }
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws { try contract.writesNeedTheCallsHeldAtTheirGeneration() }
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws {
@@ -243,6 +270,7 @@ final class PostgresCallOwnershipContractTests: XCTestCase, CallOwnershipContrac
     func test_aClaimTakesFreeCallsAndLeavesLiveHolds() throws { try contract.aClaimTakesFreeCallsAndLeavesLiveHolds() }
     func test_aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() throws { try contract.aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() }
     func test_aLapsedNodeClaimsNothing() throws { try contract.aLapsedNodeClaimsNothing() }
+    func test_liveCallsNoLiveNodeHoldsAreOrphans() throws { try contract.liveCallsNoLiveNodeHoldsAreOrphans() }
     func test_aReleaseFreesOnlyThisNodesCalls() throws { try contract.aReleaseFreesOnlyThisNodesCalls() }
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws { try contract.writesNeedTheCallsHeldAtTheirGeneration() }
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws {

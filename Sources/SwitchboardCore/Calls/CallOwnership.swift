@@ -38,6 +38,10 @@ public protocol CallOwnership: Sendable {
     func holds(_ cid: CallCID) -> Bool
     /// Every call this node holds as far as it knows (``holds(_:)``).
     var held: Set<CallCID> { get }
+    /// Live calls no live node holds (nobody claimed them, or their owner's lease lapsed), by
+    /// cid, at most `limit`: a node adopts them so that their deadlines (rings, resume windows,
+    /// empty calls) still pass when nobody asks for them.
+    func orphans(limit: Int) throws -> [CallCID]
 }
 
 extension CallOwnership {
