@@ -77,6 +77,8 @@ extension SFUDirectory {
 
     func checkHealthOnQueue() -> [Reassignment] {
         dispatchPrecondition(condition: .onQueue(queue))
+        // A following directory's view is a read behind: the leader fails SFUs over.
+        guard !following else { return [] }
         let now = clock.now()
         var moved: [Reassignment] = []
         for (id, node) in nodes.sorted(by: { $0.key < $1.key }) where node.state != .down {
@@ -93,13 +95,21 @@ extension SFUDirectory {
         return moved
     }
 
-    /// Moves every call off `dead` in one transaction and marks it down.
+    /// Moves every call off `dead` in one transaction and marks it down. The calls on it are
+    /// those this directory placed and those the store holds: with several daemons, other
+    /// nodes placed calls this one never saw (the store's record wins for a call in both).
     func failover(_ dead: SFUID, now: MonotonicTime) throws(SwitchboardError) -> [Reassignment] {
         var candidates = nodes
         candidates[dead]?.state = .down
         var moves: [PlacementRecord] = []
         var result: [Reassignment] = []
-        for placement in placements.values.filter({ $0.sfu == dead }).sorted(by: { $0.callID < $1.callID }) {
+        var onDead = placements.filter { $0.value.sfu == dead }
+        do {
+            for placement in try store.allPlacements() { onDead[placement.callID] = placement.sfu == dead ? placement : nil }
+        } catch {
+            throw storeFailure(error)
+        }
+        for placement in onDead.values.sorted(by: { $0.callID < $1.callID }) {
             let resolved = placement.locations.map(resolver.resolve)
             let choice = PlacementEngine.choose(participants: resolved, nodes: Array(candidates.values), now: now, policy: policy)
             result.append(Reassignment(callID: placement.callID, from: dead, to: choice))

@@ -25,7 +25,10 @@ public final class SFUDirectory: @unchecked Sendable {
     var placements: [String: PlacementRecord] = [:]
     /// Pulled SFUs: how each one's last poll ended.
     var lastPolls: [SFUID: SFUPollResult] = [:]
+    /// The directory's one timer: the health check, or, when following, the store's reads.
     var healthTimer: (any DispatchSourceTimer)?
+    /// Set once the directory follows the store (``refreshFromStore()``): it checks no health.
+    var following = false
     /// Makes the rooms and tokens of calls on SFUs with rooms (Janus).
     public let roomKeys: SFURoomKeys?
     var onReassigned: (@Sendable ([Reassignment]) -> Void)?
