@@ -52,6 +52,9 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
+
+import pytest
 
 from child_server import ChildServer, wait_until
 from janus_config import free_tcp_ports
@@ -358,3 +361,14 @@ class PostgresServer(ChildServer):
             raise ValueError(f"database name {name!r}: use letters, digits and _")
         self.psql(f'CREATE DATABASE "{name}"', database="postgres")
         return self.database_url(name)
+
+
+@pytest.fixture
+def postgres() -> Iterator[PostgresServer]:
+    """A private PostgreSQL server (``durable=False``: for tests that never crash it); fails,
+    never skips, when PostgreSQL is not installed. Import it into a test module to use it."""
+    reason = missing_requirements()
+    if reason:
+        pytest.fail(reason, pytrace=False)
+    with PostgresServer(durable=False) as server:
+        yield server

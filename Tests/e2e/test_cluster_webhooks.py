@@ -23,12 +23,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Iterator
 
 import pytest
 
-import pgserver
-from pgserver import PostgresServer
+from pgserver import PostgresServer, postgres  # noqa: F401 - fixture
 from webhook_harness import (  # noqa: F401 - fixtures
     assert_nothing_more, config, daemons, new_secret, now_ms, receiver, wait_until,
 )
@@ -40,14 +38,6 @@ DELIVERY_WAIT_S = 10.0
 MARGIN_S = 2.0
 
 
-@pytest.fixture
-def postgres() -> Iterator[PostgresServer]:
-    """A private PostgreSQL server; fails, never skips, when PostgreSQL is not installed."""
-    reason = pgserver.missing_requirements()
-    if reason:
-        pytest.fail(reason, pytrace=False)
-    with PostgresServer(durable=False) as server:
-        yield server
 
 
 def delivery_row(pg: PostgresServer, database: str, message_id: str) -> tuple[str, ...] | None:

@@ -32,13 +32,13 @@ import re
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 import pgserver
 from conftest import _daemon_binary, daemon_env
-from pgserver import PostgresServer
+from pgserver import PostgresServer, postgres  # noqa: F401 - fixture
 from webhook_harness import Daemon, Daemons, daemons, wait_until  # noqa: F401 - fixture
 
 PASSWORD = "Pw-n0t-t0-be-pr1nted"
@@ -53,15 +53,6 @@ STORE_DOWN_S = 10.0  # readiness must notice a stopped server within this long
 STORE_BACK_S = 30.0  # ...and a started one within this long
 
 
-@pytest.fixture
-def postgres() -> Iterator[PostgresServer]:
-    """A private PostgreSQL server (``durable=False``: these tests never crash it); fails, never
-    skips, when PostgreSQL is not installed."""
-    reason = pgserver.missing_requirements()
-    if reason:
-        pytest.fail(reason, pytrace=False)
-    with PostgresServer(durable=False) as server:
-        yield server
 
 
 def store_url(pg: PostgresServer, database: str) -> str:
