@@ -11,10 +11,14 @@ extension CallHub {
     /// Runs only the calls `ownership` claims for this node. A start waits up to `wait` for the
     /// live calls another live node still holds (a leader that just lost its lease renews its
     /// node row until it stops); set before ``start(transport:)``.
-    public func ownCalls(through ownership: any CallOwnership, wait: Duration) {
+    /// With `claimingAtStart` off, a start claims nothing: the hub runs the calls its clients'
+    /// requests claim and the orphans its sweep adopts (a daemon among several that run calls,
+    /// whose start must not take the live calls it finds, nor wait for their live owners).
+    public func ownCalls(through ownership: any CallOwnership, wait: Duration, claimingAtStart: Bool = true) {
         queue.sync {
             self.ownership = ownership
             claimWait = wait
+            claimsAtStart = claimingAtStart
         }
     }
 
@@ -28,8 +32,12 @@ extension CallHub {
     /// is tried again until `claimWait` passes, then the live state is read again (after the
     /// claims: a call taken over is read as its previous owner last wrote it).
     func claimedLiveState() throws -> CallStateSnapshot {
-        let (ownership, claimWait) = queue.sync { (self.ownership, self.claimWait) }
+        let (ownership, claimWait, claimsAtStart) = queue.sync { (self.ownership, self.claimWait, self.claimsAtStart) }
         guard let ownership else { return try store.loadLiveState() }
+        guard claimsAtStart else {
+            let snapshot = try store.loadLiveState()
+            return queue.sync { owned(snapshot) }
+        }
         let live = try store.loadLiveState().calls.map(\.cid)
         let deadline = ContinuousClock.now + claimWait
         var held = Set<CallCID>(), elsewhere: [CallCID: CallOwner] = [:], taken = 0

@@ -35,6 +35,8 @@ public final class CallHub: @unchecked Sendable {
     /// 0012), and how long a start waits for calls a live node still holds. `nil`: every call.
     var ownership: (any CallOwnership)?
     var claimWait: Duration = .zero
+    /// Whether a start claims the live calls it can (``ownCalls(through:wait:claimingAtStart:)``).
+    var claimsAtStart = true
     /// Set when other nodes run calls too (``shareCalls(peers:send:)``). On ``queue``.
     var sharing: CallSharing?
     /// Ticks since the last sweep of a shared store (``sweepOwnership()``).

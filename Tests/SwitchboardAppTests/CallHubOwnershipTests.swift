@@ -19,8 +19,8 @@ final class CallHubOwnershipTests: XCTestCase {
         let ownership: InMemoryCallOwnership
     }
 
-    private func node(_ id: String, wait: Duration = .zero) throws -> Node {
-        let (hub, transport, ownership) = nodes.hub(id, wait: wait)
+    private func node(_ id: String, wait: Duration = .zero, claimingAtStart: Bool = true) throws -> Node {
+        let (hub, transport, ownership) = nodes.hub(id, wait: wait, claimingAtStart: claimingAtStart)
         try hub.start(transport: transport)
         return Node(hub: hub, transport: transport, ownership: ownership)
     }
@@ -89,6 +89,23 @@ final class CallHubOwnershipTests: XCTestCase {
         XCTAssertEqual(try base.loadLiveState().sessions.map(\.userID.rawValue), ["alice"])
         XCTAssertFalse(a.hub.claimedCalls.contains(r), "the rollback forgot the lost call")
         XCTAssertNil(a.hub.withGateway { $0.engine.call(CallCID(type: "ringing", id: "r")!) }, "and it left memory")
+    }
+
+    /// A hub that claims nothing at start leaves a dead node's live call alone until its
+    /// sweep adopts it or a client asks for it.
+    func test_aStartThatClaimsNothingLeavesTheLiveCallsToRequestsAndTheSweep() throws {
+        let a = try node("node-a")
+        let alice = connect(a, "alice")
+        _ = try request(a, alice, #"{"id":1,"type":"call.join","data":{"type":"ringing","id":"r","create":true,"members":["bob"],"ring":true}}"#)
+        table.lapse("node-a")
+
+        let b = try node("node-b", claimingAtStart: false)
+        XCTAssertEqual(b.hub.claimedCalls, [])
+        XCTAssertNil(b.hub.withGateway { $0.engine.call(CallCID(type: "ringing", id: "r")!) })
+        XCTAssertEqual(try b.ownership.owners(of: [r]), [r: CallOwner(node: "node-a", generation: 1)])
+        for _ in 0..<CallHub.releaseEveryTicks { b.hub.tickNow() }
+        XCTAssertEqual(b.hub.claimedCalls, [r], "the sweep adopted it")
+        XCTAssertEqual(b.hub.withGateway { $0.engine.call(CallCID(type: "ringing", id: "r")!)?.sessions.count }, 1)
     }
 
     /// A dead node's ringing call that no client asks about is adopted by another node's sweep,
