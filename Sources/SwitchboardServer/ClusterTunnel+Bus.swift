@@ -236,6 +236,7 @@ extension ClusterTunnel {
         }
         if !late.isEmpty { _ = local.submit(late) }
         if check { dropDeadNodes() }
+        refreshPeers(now: now)
     }
 
     /// The leader drops the relayed connections of nodes whose lease lapsed (killed, cut off):

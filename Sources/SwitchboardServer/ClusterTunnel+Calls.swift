@@ -28,6 +28,69 @@ extension ClusterTunnel {
         callsArrived(batch, message.from)
     }
 
+    /// From now on keeps the other live nodes at hand (``peers``), read every third of a lease
+    /// by the tunnel's timer: a call hub that shares calls asks for them at every batch with
+    /// events, which must not cost a query.
+    func keepPeers() {
+        state.withLock { $0.keepsPeers = true }
+        refreshPeers(now: clock.now())
+    }
+
+    /// The other live nodes, as last read (at most a third of a lease ago, while the store answers).
+    var peers: [String] { state.withLock { $0.peers } }
+
+    func refreshPeers(now: MonotonicTime) {
+        let due = state.withLock { state -> Bool in
+            guard state.keepsPeers, state.peersReadAt.map({ now.since($0) >= checkEvery }) ?? true else { return false }
+            state.peersReadAt = now
+            return true
+        }
+        guard due, let liveNodes else { return }
+        do {
+            let others = try liveNodes().subtracting([node]).sorted()
+            state.withLock { $0.peers = others }
+        } catch {
+            logger.warning("could not read the live nodes; the calls' events go to those last read", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Keeps this node's call protocol sockets (WebSocket upgrades on `path`) on this node, for
+    /// its own call hub (`hub`, whose commands go to this node's transport): with calls run on
+    /// every node, a client's connection lives where its socket is (ADR 0012). While this node
+    /// relays, new sockets on `path` go to `hub` instead of the leader (a draining node closes
+    /// them as it closes every new socket); once it leads, new ones reach `hub` through the
+    /// signaling hub, and those it kept before still go straight to `hub`.
+    func keepCallsLocal(path: String, hub: any TransportEventSink) {
+        state.withLock { $0.localCalls = (path, hub) }
+    }
+
+    /// Passes the events of the call sockets this node keeps to its call hub; returns the role
+    /// and the other events.
+    func keepingLocal(_ events: [TransportEvent]) -> (Role, [TransportEvent]) {
+        let (role, mine, rest, hub) = state.withLock { state -> (Role, [TransportEvent], [TransportEvent], (any TransportEventSink)?) in
+            guard let calls = state.localCalls else { return (state.role, [], events, nil) }
+            var relays = false
+            if case .front = state.role, !state.draining { relays = true }
+            var mine: [TransportEvent] = [], rest: [TransportEvent] = []
+            for event in events {
+                switch event {
+                case .opened(let id, let upgrade) where relays && upgrade.path == calls.path:
+                    state.localSockets.insert(id)
+                    mine.append(event)
+                case .message(let id, _, _) where state.localSockets.contains(id):
+                    mine.append(event)
+                case .closed(let id) where state.localSockets.remove(id) != nil:
+                    mine.append(event)
+                default:
+                    rest.append(event)
+                }
+            }
+            return (state.role, mine, rest, calls.hub)
+        }
+        if let hub, !mine.isEmpty { hub.transportDidReceive(mine) }
+        return (role, rest)
+    }
+
     /// Tells the leader the front follows that this node's commits changed what a singleton
     /// the leader runs must act on (``LeaderNotice``). A notice of a kind already queued covers
     /// the next commits; with no leader known, or a notice lost, the singleton's periodic run

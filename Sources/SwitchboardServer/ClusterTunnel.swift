@@ -46,6 +46,14 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         var draining = false
         /// Whether a send of the leader's waiting reports is scheduled (``reportDelay`` from the first).
         var reportsScheduled = false
+        /// This node's own call hub and the path of its sockets, when calls run on every node
+        /// (``keepCallsLocal(path:hub:)``), and the sockets it holds.
+        var localCalls: (path: String, hub: any TransportEventSink)?
+        var localSockets: Set<ConnectionID> = []
+        /// The other live nodes as last read (``peers``), and when, once asked to keep them.
+        var peers: [String] = []
+        var peersReadAt: MonotonicTime?
+        var keepsPeers = false
         /// The notices to the leader queued and not sent yet (one of a kind is enough).
         var noticesQueued: Set<LeaderNotice> = []
         /// On the leader: hears other nodes' notices (``onLeaderNotice(_:)``).
@@ -214,9 +222,9 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
     // MARK: - TransportEventSink (this node's transport)
 
     func transportDidReceive(_ events: [TransportEvent]) {
-        let role = state.withLock { $0.role }
+        let (role, events) = keepingLocal(events)
         if case .leader(let hub, _) = role {
-            hub.transportDidReceive(events)
+            if !events.isEmpty { hub.transportDidReceive(events) }
             return
         }
         var relayed: [TransportEvent] = []

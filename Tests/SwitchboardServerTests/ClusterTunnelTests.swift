@@ -97,6 +97,54 @@ final class ClusterTunnelTests: XCTestCase {
         await stop(pair)
     }
 
+    /// With calls run on every node, a relaying node keeps its call protocol sockets for its
+    /// own call hub and relays the rest; once it leads, its kept sockets still go to that hub
+    /// and new ones to the signaling hub.
+    func test_callSocketsStayWithThisNodesCallHub() async {
+        let pair = started()
+        let calls = Hub()
+        pair.front.keepCallsLocal(path: "/v1/connect", hub: calls)
+        let connect = WebSocketUpgrade(path: "/v1/connect", query: [:], remoteAddress: "198.51.100.7:5001")
+        let peerjs = WebSocketUpgrade(path: "/peerjs", query: [:], remoteAddress: "198.51.100.7:5002")
+        pair.front.transportDidReceive([.opened(socket(1), connect), message(socket(1), 1), .opened(socket(2), peerjs), message(socket(2), 2)])
+        XCTAssertEqual(calls.events, [.opened(socket(1), connect), message(socket(1), 1)])
+        eventually("the other socket reached the leader") { pair.hub.events.count == 2 }
+        XCTAssertEqual(pair.hub.events, [.opened(relayed(1), peerjs), message(relayed(1), 2)], "the leader numbers relayed sockets itself")
+
+        // This node leads now: its hubs take new sockets, its call hub keeps its own.
+        let signaling = Hub()
+        pair.front.becameLeader()
+        pair.front.lead(hub: signaling, generation: 2)
+        pair.front.transportDidReceive([message(socket(1), 3), .opened(socket(3), connect), .closed(socket(1)), message(socket(1), 4)])
+        XCTAssertEqual(calls.events, [.opened(socket(1), connect), message(socket(1), 1), message(socket(1), 3), .closed(socket(1))])
+        XCTAssertEqual(signaling.events, [.opened(socket(3), connect), message(socket(1), 4)], "a closed socket is no longer kept")
+        await stop(pair)
+    }
+
+    /// The other live nodes are read once a third of a lease, not at every ask.
+    func test_peersAreReadEveryThirdOfALease() async {
+        let pair = Pair(lease: .seconds(3))
+        let reads = Mutex(0)
+        let live = Mutex<Set<String>>(["L", "F", "X"])
+        pair.front.liveNodes = {
+            reads.withLock { $0 += 1 }
+            return live.withLock { $0 }
+        }
+        XCTAssertEqual(pair.front.peers, [])
+        pair.front.keepPeers()
+        XCTAssertEqual(pair.front.peers, ["L", "X"], "every live node but this one")
+        live.withLock { $0 = ["F", "X"] }
+        pair.clock.advance(by: .milliseconds(900))
+        pair.front.tick()
+        XCTAssertEqual(pair.front.peers, ["L", "X"])
+        XCTAssertEqual(reads.withLock { $0 }, 1)
+        pair.clock.advance(by: .milliseconds(100))
+        pair.front.tick()
+        XCTAssertEqual(pair.front.peers, ["X"], "L's lease lapsed")
+        XCTAssertEqual(reads.withLock { $0 }, 2)
+        await stop(pair)
+    }
+
     func test_aRelayedSocketReachesTheLeadersHubsAndTheirCommandsComeBack() async {
         let pair = started()
         pair.front.transportDidReceive([.opened(socket(1), upgrade), message(socket(1), 1)])
