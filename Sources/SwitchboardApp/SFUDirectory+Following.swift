@@ -65,4 +65,19 @@ extension SFUDirectory {
         }
         timer.resume()
     }
+
+    /// Stops following the store (this node leads now): the view is read once more, then
+    /// ``start(onReassigned:)`` checks health from it.
+    public func stopFollowing() {
+        queue.sync {
+            healthTimer?.cancel()
+            healthTimer = nil
+        }
+        do throws(SwitchboardError) {
+            try refreshFromStore()
+        } catch {
+            logger.warning("could not read the SFU table from the store on taking the lead", metadata: ["error": "\(error)"])
+        }
+        queue.sync { following = false }
+    }
 }

@@ -75,6 +75,9 @@ public final class SignalingHub: TransportEventSink, @unchecked Sendable {
             self.adminHandler = admin
             self.clientHandler = client
             if let tokens { self.tokenVerifier = tokens }
+            // Started again (a daemon that served its own call sockets while it relayed, and
+            // now leads): one sweep.
+            sweepTimer?.cancel()
             let timer = DispatchSource.makeTimerSource(queue: queue)
             let interval = relay.configuration.sweepInterval
             timer.schedule(deadline: .now() + .milliseconds(Int(interval.milliseconds)), repeating: .milliseconds(Int(interval.milliseconds)))

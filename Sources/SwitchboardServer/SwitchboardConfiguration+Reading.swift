@@ -79,6 +79,10 @@ extension SwitchboardConfiguration {
         postgres = try Self.postgres(values)
         postgresLease = try values.milliseconds("store.postgres_lease_ms")
         postgresRelays = try values.string("store.postgres_standby") == "relay"
+        postgresSpreadsCalls = try values.string("store.postgres_calls") == "spread"
+        if postgresSpreadsCalls && !(postgres != nil && postgresRelays) {
+            throw SwitchboardError(.invalidConfiguration, "store.postgres_calls: spread needs store.kind postgres and store.postgres_standby relay")
+        }
         auth = try Self.auth(values)
         relay = try Self.relay(values)
         if try values.string("peerjs.auth") == "jwt" {

@@ -23,6 +23,8 @@ public struct SwitchboardConfiguration: Sendable {
     /// Whether a daemon that does not lead relays its clients to the leader (`store.postgres_standby`
     /// relay) or binds nothing until it leads (idle).
     public var postgresRelays: Bool
+    /// Whether every daemon runs calls (`store.postgres_calls` spread) or the leader runs them all.
+    public var postgresSpreadsCalls: Bool
     /// SFU placement.
     public var placement: PlacementConfiguration
     /// Signed user tokens.

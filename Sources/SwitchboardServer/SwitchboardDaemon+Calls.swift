@@ -14,6 +14,13 @@ extension SwitchboardDaemon {
         factory: any MetricsFactory
     ) throws -> CallHub? {
         guard let path = configuration.connectPath else { return nil }
+        if let spread = spreadCalls {
+            // Started while relaying: it keeps its calls and sockets; its messages now go to
+            // this node's own dispatcher.
+            if let dispatcher = webhooks?.dispatcher { spread.hub.onWebhooksCommitted(dispatcher.committed) }
+            hub.attach(calls: spread.hub, path: path)
+            return spread.hub
+        }
         let calls = CallHub(
             queue: DispatchQueue(label: "switchboard.calls"), configuration: configuration.calls, store: store, placement: directory,
             tokenVerifier: tokens, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) }, newID: clocks.newID,

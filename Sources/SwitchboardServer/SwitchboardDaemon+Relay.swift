@@ -35,6 +35,7 @@ extension SwitchboardDaemon {
         clusterTunnel = tunnel
         tunnel.start()
         do {
+            spreadCalls = try startSpreadCalls(store, tunnel: tunnel, factory: factory)
             try transport.start(sink: tunnel)
         } catch {
             stopRelaying()
@@ -56,6 +57,11 @@ extension SwitchboardDaemon {
         if transport.isRunning {
             _ = transport.drain(code: .goingAway, timeout: min(configuration.drainTimeout, .seconds(5)))
             _ = transport.stop(timeout: .seconds(5))
+        }
+        if let spread = spreadCalls {
+            spread.stop()
+            hub.stop()
+            spreadCalls = nil
         }
         stopTunnel()
     }

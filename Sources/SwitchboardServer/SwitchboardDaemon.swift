@@ -46,6 +46,12 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         set { lock.withLock { tunnel = newValue } }
     }
     private var tunnel: ClusterTunnel?
+    /// With `store.postgres_calls` spread: this daemon's call hub and directory, from its start.
+    var spreadCalls: SpreadCalls? {
+        get { lock.withLock { spread } }
+        set { lock.withLock { spread = newValue } }
+    }
+    private var spread: SpreadCalls?
     /// This daemon's id among the daemons of its database (`GET /v1/nodes`), new at each start.
     public let nodeID = UUID().uuidString.lowercased()
     let startedAt = Date()
@@ -158,11 +164,14 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         ProcessMemory.fixThresholds()
         let factory = PrometheusMetricsFactory(registry: registry)
         let store = try openStore(factory: factory)
-        let directory = try SFUDirectory(
+        let spread = spreadCalls
+        // Spread calls: the directory that followed the store leads now, the hub stays.
+        spread?.directory.stopFollowing()
+        let directory = try spread?.directory ?? SFUDirectory(
             store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
             clock: clocks.monotonic, wallClock: clocks.wall, metricsFactory: factory, roomKeys: try roomKeys(store), logger: logger)
         let auth = configuration.auth
-        let tokens = Blocking.wait { await JWTTokenService(configuration: auth) }
+        let tokens = spread?.tokens ?? Blocking.wait { await JWTTokenService(configuration: auth) }
         try store.replaceRegions(configuration.placement.regions)
         try directory.seed(configuration.placement.loadSeed())
         let webhooks = configuration.connectPath == nil ? nil : makeWebhooks(store: store, factory: factory)
@@ -263,7 +272,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
     /// The key Janus rooms, their secrets and session tokens are derived from: generated into
     /// `<store.directory>/sfu-room.key` (mode 0600) at first start and kept, so rooms and tokens
     /// stay the same across restarts.
-    private func roomKeys(_ store: any DaemonStore) throws -> SFURoomKeys {
+    func roomKeys(_ store: any DaemonStore) throws -> SFURoomKeys {
         let file = try stateSecret(store, name: "sfu-room.key", what: "SFU room key", keepCopy: false) {
             var generator = SystemRandomNumberGenerator()
             return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
@@ -322,6 +331,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         // neither hold the stop past its time nor hide where it waits.
         let steps = ShutdownSteps(bound: bound, logger: logger)
         steps.run("call hub") { [self] in
+            spreadCalls?.announcer.cancel()
             calls?.stop()
             hub.stop()
         }

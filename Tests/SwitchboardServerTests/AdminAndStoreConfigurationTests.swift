@@ -98,6 +98,21 @@ final class AdminAndStoreConfigurationTests: XCTestCase {
         }
     }
 
+    /// Calls on every daemon need PostgreSQL and relaying daemons; the error names the key.
+    func test_spreadCallsNeedPostgresAndRelayingDaemons() throws {
+        let postgres: [String: ConfigContent] = ["store.kind": .string("postgres"), "store.postgres_url": .string("postgres://sb@db/calls")]
+        XCTAssertFalse(try load(postgres).postgresSpreadsCalls, "the leader runs every call by default")
+        XCTAssertTrue(try load(postgres.merging(["store.postgres_calls": .string("spread")]) { $1 }).postgresSpreadsCalls)
+        for overrides in [
+            ["store.postgres_calls": ConfigContent.string("spread")],
+            postgres.merging(["store.postgres_calls": .string("spread"), "store.postgres_standby": .string("idle")]) { $1 },
+            postgres.merging(["store.postgres_calls": .string("everywhere")]) { $1 },
+        ] {
+            let text = message(overrides)
+            XCTAssertTrue(text?.contains("store.postgres_calls") == true, "\(overrides): \(text ?? "loaded")")
+        }
+    }
+
     func test_theAdminTokenNeverAppearsInAnErrorMessage() {
         let text = message(["admin.token": .string("top-secret-value"), "admin.port": .int(70000)])
         XCTAssertNotNil(text)
