@@ -9,6 +9,8 @@ import SwitchboardPostgres
 extension ClusterTunnel {
 
     func deliver(_ message: NodeMessage) {
+        heard(from: message.from)
+        if message.kind == Self.helloKind { return }
         if message.kind == CallForwardBatch.messageKind { return deliverCalls(message) }
         if let notice = LeaderNotice(rawValue: message.kind) { return deliverLeaderNotice(notice, from: message.from) }
         let batch: TunnelBatch
@@ -184,7 +186,9 @@ extension ClusterTunnel {
                 // A lost tunnel batch leaves a gap in its sockets' streams; a lost batch of
                 // calls is answered by its requests' timeout, a lost notice by its singleton's
                 // periodic run.
-                if kind != CallForwardBatch.messageKind && LeaderNotice(rawValue: kind) == nil { self?.sendFailed(to: node) }
+                if kind != CallForwardBatch.messageKind && kind != Self.helloKind && LeaderNotice(rawValue: kind) == nil {
+                    self?.sendFailed(to: node)
+                }
             })
         state.outboxes[node] = outbox
         outbox.enqueue(kind: kind, batch, body: body, onSent: onSent)

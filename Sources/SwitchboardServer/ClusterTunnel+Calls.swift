@@ -34,6 +34,23 @@ extension ClusterTunnel {
     func keepPeers() {
         state.withLock { $0.keepsPeers = true }
         refreshPeers(now: clock.now())
+        // The others learn of this node now, not at their next read: none of their calls'
+        // events may miss its clients.
+        state.withLock { state in
+            for peer in state.peers { enqueue(&state, to: peer, kind: Self.helloKind, TunnelBatch(generation: 0), body: "{}") }
+        }
+    }
+
+    /// The bus kind a node that starts keeping peers greets them with (an empty body).
+    static let helloKind = "hello"
+
+    /// A message from `node`: a live node, kept as a peer from now on if it is new.
+    func heard(from node: String) {
+        guard node != self.node else { return }
+        state.withLock { state in
+            guard state.keepsPeers, !state.peers.contains(node) else { return }
+            state.peers = (state.peers + [node]).sorted()
+        }
     }
 
     /// The other live nodes, as last read (at most a third of a lease ago, while the store answers).

@@ -145,6 +145,20 @@ final class ClusterTunnelTests: XCTestCase {
         await stop(pair)
     }
 
+    /// A node that starts keeping peers greets those it read; they keep it as a peer at once,
+    /// not at their next read (their calls' events must not miss its clients).
+    func test_aNodeThatStartsIsAPeerOfTheOthersAtOnce() async {
+        let pair = started()
+        pair.leader.liveNodes = { ["L"] }  // read before F registered
+        pair.leader.keepPeers()
+        XCTAssertEqual(pair.leader.peers, [])
+        pair.front.liveNodes = { ["L", "F"] }
+        pair.front.keepPeers()
+        XCTAssertEqual(pair.front.peers, ["L"])
+        eventually("the leader heard F's greeting") { pair.leader.peers == ["F"] }
+        await stop(pair)
+    }
+
     func test_aRelayedSocketReachesTheLeadersHubsAndTheirCommandsComeBack() async {
         let pair = started()
         pair.front.transportDidReceive([.opened(socket(1), upgrade), message(socket(1), 1)])
