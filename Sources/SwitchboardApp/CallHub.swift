@@ -98,7 +98,11 @@ public final class CallHub: @unchecked Sendable {
             finish(output)
             logger.info(
                 "call state restored",
-                metadata: ["calls": "\(snapshot.calls.count)", "sessions": "\(snapshot.sessions.count)", "connections": "\(snapshot.connections.count)"])
+                metadata: [
+                    "calls": "\(snapshot.calls.count)", "sessions": "\(snapshot.sessions.count)",
+                    // Those restored here (another node's stay with it, to be taken over by a resume).
+                    "connections": "\(gateway.clients.count)",
+                ])
             let timer = DispatchSource.makeTimerSource(queue: queue)
             timer.schedule(deadline: .now() + Self.tickInterval, repeating: Self.tickInterval)
             timer.setEventHandler { [weak self] in self?.tick() }
