@@ -52,6 +52,10 @@ public final class PostgresCallOwnership: CallOwnership, Sendable {
                 let (cid, node, generation) = try row.decode((String, String, Int64).self)
                 owners[cid] = CallOwner(node: node, generation: generation)
             }
+            // A row another node's claim committed while this statement waited on it is not in
+            // the statement's snapshot (its insert conflicted, its read ran before): read again.
+            let unseen = texts.filter { owners[$0] == nil }
+            if !unseen.isEmpty { owners.merge(try Self.owners(unseen, connection)) { seen, _ in seen } }
             return owners
         }
         claimed.withLock { claimed in

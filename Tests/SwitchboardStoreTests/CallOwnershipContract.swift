@@ -3,6 +3,7 @@ import PostgresNIO
 import SwitchboardCore
 import SwitchboardPostgres
 import SwitchboardTesting
+import Synchronization
 import XCTest
 
 /// What every ``CallOwnership`` does with the store it fences, written once and run against the
@@ -68,6 +69,26 @@ struct CallOwnershipContract {
         try database.lapse("node-b")
         let again = try database.node("node-a").ownership
         XCTAssertEqual(try again.claim([c1]), [c1: CallOwner(node: "node-a", generation: 3)], "a live node again, the other lapsed")
+    }
+
+    /// Two nodes claiming a new call at the same time both get an owner for it, the same one:
+    /// the one that waited on the other's claim sees it (the race of two clients on two nodes
+    /// joining a call neither knows yet).
+    func concurrentClaimsOfANewCallAgreeOnItsOwner() throws {
+        let database = try makeDatabase()
+        let nodes = [try database.node("node-a").ownership, try database.node("node-b").ownership]
+        for index in 0..<40 {
+            let cid = CallCID(type: "default", id: "race-\(index)")!
+            let results = Mutex<[Int: Result<[CallCID: CallOwner], any Error>]>([:])
+            DispatchQueue.concurrentPerform(iterations: 2) { which in
+                let result = Result { try nodes[which].claim([cid]) }
+                results.withLock { $0[which] = result }
+            }
+            let a = try XCTUnwrap(results.withLock { $0[0] }).get()[cid], b = try XCTUnwrap(results.withLock { $0[1] }).get()[cid]
+            XCTAssertNotNil(a, "node-a got no owner for \(cid)")
+            XCTAssertEqual(a, b, "\(cid)")
+            XCTAssertEqual(a?.generation, 1)
+        }
     }
 
     /// Live calls nobody holds are orphans, by cid and up to the limit: a released one, and a
@@ -220,6 +241,7 @@ protocol CallOwnershipContractCases {
     func test_aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() throws
     func test_aLapsedNodeClaimsNothing() throws
     func test_liveCallsNoLiveNodeHoldsAreOrphans() throws
+    func test_concurrentClaimsOfANewCallAgreeOnItsOwner() throws
     func test_aReleaseFreesOnlyThisNodesCalls() throws
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws
@@ -240,6 +262,7 @@ final class InMemoryCallOwnershipContractTests: XCTestCase, CallOwnershipContrac
     func test_aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() throws { try contract.aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() }
     func test_aLapsedNodeClaimsNothing() throws { try contract.aLapsedNodeClaimsNothing() }
     func test_liveCallsNoLiveNodeHoldsAreOrphans() throws { try contract.liveCallsNoLiveNodeHoldsAreOrphans() }
+    func test_concurrentClaimsOfANewCallAgreeOnItsOwner() throws { try contract.concurrentClaimsOfANewCallAgreeOnItsOwner() }
     func test_aReleaseFreesOnlyThisNodesCalls() throws { try contract.aReleaseFreesOnlyThisNodesCalls() }
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws { try contract.writesNeedTheCallsHeldAtTheirGeneration() }
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws {
@@ -271,6 +294,7 @@ final class PostgresCallOwnershipContractTests: XCTestCase, CallOwnershipContrac
     func test_aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() throws { try contract.aLapsedOwnersCallsAreTakenOverWithTheNextGeneration() }
     func test_aLapsedNodeClaimsNothing() throws { try contract.aLapsedNodeClaimsNothing() }
     func test_liveCallsNoLiveNodeHoldsAreOrphans() throws { try contract.liveCallsNoLiveNodeHoldsAreOrphans() }
+    func test_concurrentClaimsOfANewCallAgreeOnItsOwner() throws { try contract.concurrentClaimsOfANewCallAgreeOnItsOwner() }
     func test_aReleaseFreesOnlyThisNodesCalls() throws { try contract.aReleaseFreesOnlyThisNodesCalls() }
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws { try contract.writesNeedTheCallsHeldAtTheirGeneration() }
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws {
