@@ -8,7 +8,8 @@ extension CallHub: CallAdministration {
 
     public func callDetail(_ cid: CallCID, eventLimit: Int) throws(SwitchboardError) -> (detail: CallDetail, sfu: SFUAssignment?)? {
         guard let detail = try storeCall({ () throws -> CallDetail? in try store.callDetail(cid, eventLimit: eventLimit) }) else { return nil }
-        let sfu = detail.call.isLive ? queue.sync { gateway.engine.call(cid)?.sfu } : nil
+        // A call another node runs (calls on every daemon): its placement, as the store says.
+        let sfu = detail.call.isLive ? queue.sync { gateway.engine.call(cid)?.sfu } ?? placement.current(cid) : nil
         return (detail, sfu)
     }
 

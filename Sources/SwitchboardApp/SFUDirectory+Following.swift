@@ -66,6 +66,17 @@ extension SFUDirectory {
         timer.resume()
     }
 
+    /// Whether the directory follows the store (not the leader's).
+    public var isFollowing: Bool { queue.sync { following } }
+
+    /// Reads the placements from the store (the leader of daemons that all run calls: other
+    /// nodes place calls too). The SFUs' health stays this directory's own.
+    public func refreshPlacementsFromStore() throws(SwitchboardError) {
+        let placed: [PlacementRecord]
+        do { placed = try store.allPlacements() } catch { throw storeFailure(error) }
+        queue.sync { placements = Dictionary(placed.map { ($0.callID, $0) }, uniquingKeysWith: { _, last in last }) }
+    }
+
     /// Stops following the store (this node leads now): the view is read once more, then
     /// ``start(onReassigned:)`` checks health from it.
     public func stopFollowing() {

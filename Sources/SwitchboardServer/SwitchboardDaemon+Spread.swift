@@ -76,14 +76,23 @@ extension SwitchboardDaemon {
 
     /// Every poll interval: the failover moves of the calls this node runs that no
     /// `call.sfu_changed` followed yet (the leader moved them in the store) are announced to
-    /// their participants, once (``CallHub/announceFailovers(_:lookup:)``).
+    /// their participants, once (``CallHub/announceFailovers(_:lookup:)``); on the leader, the
+    /// placements other nodes made are read first.
     private func announceMoves(of calls: CallHub, on directory: SFUDirectory) -> any DispatchSourceTimer {
         let interval = max(1, Int(configuration.placement.pollInterval.components.seconds * 1000
             + configuration.placement.pollInterval.components.attoseconds / 1_000_000_000_000_000))
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "switchboard.calls.moves", qos: .utility))
         timer.schedule(deadline: .now() + .milliseconds(interval), repeating: .milliseconds(interval), leeway: .milliseconds(interval / 10))
-        timer.setEventHandler { [weak calls, weak directory] in
+        timer.setEventHandler { [weak calls, weak directory, logger] in
             guard let calls, let directory else { return }
+            if !directory.isFollowing {
+                // The leader's directory: other nodes' placements, for the admin API's views.
+                do throws(SwitchboardError) {
+                    try directory.refreshPlacementsFromStore()
+                } catch {
+                    logger.warning("could not read the placements from the store", metadata: ["error": "\(error)"])
+                }
+            }
             let held = calls.claimedCalls
             let moved = directory.allPlacements().filter { $0.reason == PlacementRecord.failoverReason && CallCID(cid: $0.callID).map(held.contains) == true }
             if !moved.isEmpty { calls.announceFailovers(moved, lookup: directory.current) }

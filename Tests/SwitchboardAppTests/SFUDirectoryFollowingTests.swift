@@ -42,6 +42,12 @@ final class SFUDirectoryFollowingTests: XCTestCase {
         XCTAssertEqual(seen["fra-1"]?.fresh, true)
         let placed = try follower.place(callID: "default:c1", participants: [LocationHint(region: "muc")], commit: store.commit)
         XCTAssertEqual(placed.sfu.rawValue, "fra-1", "placed on the leader's view of health and load")
+        XCTAssertNil(leader.placement(of: "default:c1"))
+        XCTAssertFalse(leader.isFollowing)
+        try leader.refreshPlacementsFromStore()
+        XCTAssertEqual(leader.current(CallCID(cid: "default:c1")!)?.id, "fra-1", "the leader reads the placements other nodes made")
+        XCTAssertEqual(leader.get(SFUID("fra-1")!)?.calls, 1)
+        XCTAssertTrue(follower.isFollowing)
 
         // fra-1 falls silent: 11 s after its heartbeat it is stale; ams-1's is 7 s old.
         advance(.seconds(7))
