@@ -72,7 +72,14 @@ public final class PostgresCallOwnership: CallOwnership, Sendable {
         var binds = PostgresBindings()
         binds.append(node)
         binds.append(texts)
-        try session.withConnection { try $0.execute("DELETE FROM call_owner WHERE node = $1 AND cid = ANY($2::text[])", binds) }
+        // Locked in cid order first, as claims lock them.
+        try session.withConnection {
+            try $0.execute(
+                """
+                DELETE FROM call_owner WHERE cid IN (
+                  SELECT cid FROM call_owner WHERE node = $1 AND cid = ANY($2::text[]) ORDER BY cid FOR UPDATE)
+                """, binds)
+        }
         claimed.withLock { claimed in for text in texts { claimed[text] = nil } }
     }
 
@@ -119,6 +126,8 @@ public final class PostgresCallOwnership: CallOwnership, Sendable {
 
     /// The check of every write: this node still holds each call at its generation, the rows
     /// held until the transaction ends. A call taken over is forgotten and the write refused.
+    /// The rows are locked in cid order, the order claims lock them in, so a write and another
+    /// node's claim of the same calls never wait on each other.
     func checkHeld(_ held: [(cid: String, generation: Int64)], _ connection: PostgresSession.Connection) throws {
         guard !held.isEmpty else { return }
         var binds = PostgresBindings()
@@ -129,7 +138,7 @@ public final class PostgresCallOwnership: CallOwnership, Sendable {
             """
             SELECT o.cid FROM call_owner o JOIN unnest($1::text[], $2::bigint[]) AS u(cid, generation)
               ON o.cid = u.cid AND o.generation = u.generation
-            WHERE o.node = $3 FOR SHARE OF o
+            WHERE o.node = $3 ORDER BY o.cid FOR SHARE OF o
             """, binds)
         let still = Set(try rows.map { try $0.decode(String.self) })
         let lost = held.map(\.cid).filter { !still.contains($0) }

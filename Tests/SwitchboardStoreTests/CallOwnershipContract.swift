@@ -91,6 +91,35 @@ struct CallOwnershipContract {
         }
     }
 
+    /// One node's writes of its calls and another node's claims of the same calls (its clients
+    /// asking for them) at the same time: the claims wait for the writes or the writes for the
+    /// claims, never each for the other (a deadlock the store would answer by refusing one).
+    func writesAndClaimsOfTheSameCallsNeverDeadlock() throws {
+        let database = try makeDatabase()
+        let (storeA, a) = try database.node("node-a"), b = try database.node("node-b").ownership
+        let cids = (0..<24).map { CallCID(type: "default", id: "busy-\($0)")! }
+        _ = try a.claim(cids)
+        try storeA.apply(cids.map { .saveCall(call($0)) })
+        let failures = Mutex<[String]>([])
+        let batches = (0..<30).map { round in cids.shuffled().map { CallMutation.saveCall(call($0, custom: "\(round)")) } }
+        for batch in batches {
+            let order = cids.shuffled()
+            DispatchQueue.concurrentPerform(iterations: 2) { which in
+                do {
+                    if which == 0 {
+                        try storeA.apply(batch)
+                    } else {
+                        let owners = try b.claim(order)
+                        if owners.values.contains(where: { $0.node != "node-a" }) { failures.withLock { $0.append("moved: \(owners)") } }
+                    }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+    }
+
     /// Live calls nobody holds are orphans, by cid and up to the limit: a released one, and a
     /// lapsed node's; a live node's and an ended one are not. A claim takes them.
     func liveCallsNoLiveNodeHoldsAreOrphans() throws {
@@ -242,6 +271,7 @@ protocol CallOwnershipContractCases {
     func test_aLapsedNodeClaimsNothing() throws
     func test_liveCallsNoLiveNodeHoldsAreOrphans() throws
     func test_concurrentClaimsOfANewCallAgreeOnItsOwner() throws
+    func test_writesAndClaimsOfTheSameCallsNeverDeadlock() throws
     func test_aReleaseFreesOnlyThisNodesCalls() throws
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws
@@ -263,6 +293,7 @@ final class InMemoryCallOwnershipContractTests: XCTestCase, CallOwnershipContrac
     func test_aLapsedNodeClaimsNothing() throws { try contract.aLapsedNodeClaimsNothing() }
     func test_liveCallsNoLiveNodeHoldsAreOrphans() throws { try contract.liveCallsNoLiveNodeHoldsAreOrphans() }
     func test_concurrentClaimsOfANewCallAgreeOnItsOwner() throws { try contract.concurrentClaimsOfANewCallAgreeOnItsOwner() }
+    func test_writesAndClaimsOfTheSameCallsNeverDeadlock() throws { try contract.writesAndClaimsOfTheSameCallsNeverDeadlock() }
     func test_aReleaseFreesOnlyThisNodesCalls() throws { try contract.aReleaseFreesOnlyThisNodesCalls() }
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws { try contract.writesNeedTheCallsHeldAtTheirGeneration() }
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws {
@@ -295,6 +326,7 @@ final class PostgresCallOwnershipContractTests: XCTestCase, CallOwnershipContrac
     func test_aLapsedNodeClaimsNothing() throws { try contract.aLapsedNodeClaimsNothing() }
     func test_liveCallsNoLiveNodeHoldsAreOrphans() throws { try contract.liveCallsNoLiveNodeHoldsAreOrphans() }
     func test_concurrentClaimsOfANewCallAgreeOnItsOwner() throws { try contract.concurrentClaimsOfANewCallAgreeOnItsOwner() }
+    func test_writesAndClaimsOfTheSameCallsNeverDeadlock() throws { try contract.writesAndClaimsOfTheSameCallsNeverDeadlock() }
     func test_aReleaseFreesOnlyThisNodesCalls() throws { try contract.aReleaseFreesOnlyThisNodesCalls() }
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws { try contract.writesNeedTheCallsHeldAtTheirGeneration() }
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws {
