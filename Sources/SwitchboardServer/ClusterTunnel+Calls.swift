@@ -33,9 +33,17 @@ extension ClusterTunnel {
     /// events, which must not cost a query.
     func keepPeers() {
         state.withLock { $0.keepsPeers = true }
+        greetPeers()
+    }
+
+    /// Reads the live nodes now and greets them: they learn of this node at once, not at their
+    /// next read (none of their calls' events may miss its clients). Done when peers are first
+    /// kept and again once this node is registered (its first turn: ``follow`` or the lead), so
+    /// that of two nodes starting together, the one that reads second finds the first and greets it.
+    func greetPeers() {
+        guard state.withLock({ $0.keepsPeers }) else { return }
+        state.withLock { $0.peersReadAt = nil }
         refreshPeers(now: clock.now())
-        // The others learn of this node now, not at their next read: none of their calls'
-        // events may miss its clients.
         state.withLock { state in
             for peer in state.peers { enqueue(&state, to: peer, kind: Self.helloKind, TunnelBatch(generation: 0), body: "{}") }
         }

@@ -54,6 +54,8 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
         var peers: [String] = []
         var peersReadAt: MonotonicTime?
         var keepsPeers = false
+        /// Whether the peers were greeted again once this node was registered.
+        var greetedRegistered = false
         /// The notices to the leader queued and not sent yet (one of a kind is enough).
         var noticesQueued: Set<LeaderNotice> = []
         /// On the leader: hears other nodes' notices (``onLeaderNotice(_:)``).
@@ -202,6 +204,9 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
             return state.front.follow(leader)
         }
         _ = local.submit(commands)
+        // This node is registered now (the turn renewed it): the nodes that read before it did
+        // hear of it.
+        if state.withLock({ state in defer { state.greetedRegistered = true }; return !state.greetedRegistered }) { greetPeers() }
     }
 
     /// This node took the lead: its relayed sockets are cut off (1012) and, until the hubs are
@@ -217,6 +222,7 @@ final class ClusterTunnel: TransportEventSink, OutboundTransport, @unchecked Sen
     /// The hubs are ready: events go to `hub`, relayed batches of `generation` are taken.
     func lead(hub: any TransportEventSink, generation: Int64) {
         state.withLock { $0.role = .leader(hub: hub, generation: generation) }
+        if state.withLock({ state in defer { state.greetedRegistered = true }; return !state.greetedRegistered }) { greetPeers() }
     }
 
     // MARK: - TransportEventSink (this node's transport)

@@ -159,6 +159,30 @@ final class ClusterTunnelTests: XCTestCase {
         await stop(pair)
     }
 
+    /// Two nodes starting together each read the live nodes before the other registered: the
+    /// one registered last greets the other at its first turn, and both are peers.
+    func test_nodesStartingTogetherBecomePeersOnceRegistered() async {
+        let pair = Pair()
+        let live = Mutex<Set<String>>(["L"])
+        pair.leader.liveNodes = { live.withLock { $0 } }
+        pair.front.liveNodes = { live.withLock { $0 } }
+        pair.leader.keepPeers()
+        pair.front.keepPeers()
+        pair.leader.becameLeader()
+        pair.leader.start(timer: false)
+        pair.front.start(timer: false)
+        eventually("both listening") { pair.leader.listening && pair.front.listening }
+        pair.leader.lead(hub: pair.hub, generation: 1)
+        XCTAssertEqual(pair.leader.peers, [], "F is not registered yet, and its greeting came before L listened")
+        XCTAssertEqual(pair.front.peers, ["L"], "L was registered")
+
+        live.withLock { $0 = ["L", "F"] }  // F's first turn registered it
+        pair.front.follow(TunnelFront.Leader(node: "L", generation: 1))
+        XCTAssertEqual(pair.front.peers, ["L"])
+        eventually("the leader heard F's greeting") { pair.leader.peers == ["F"] }
+        await stop(pair)
+    }
+
     func test_aRelayedSocketReachesTheLeadersHubsAndTheirCommandsComeBack() async {
         let pair = started()
         pair.front.transportDidReceive([.opened(socket(1), upgrade), message(socket(1), 1)])
