@@ -48,7 +48,7 @@ extension SFUDirectory {
     /// Follows the store every `interval` from now until ``stop()`` (reads off the directory's
     /// queue; a failed read keeps the last view and is logged).
     public func followStore(every interval: Duration) {
-        let milliseconds = max(1, Int(interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000))
+        let milliseconds = max(1, Int(clamping: interval.milliseconds))
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "switchboard.placement.follow", qos: .utility))
         timer.schedule(deadline: .now(), repeating: .milliseconds(milliseconds), leeway: .milliseconds(milliseconds / 10))
         timer.setEventHandler { [weak self] in

@@ -58,7 +58,7 @@ extension WebhookDispatcher {
     /// Reads the store's pending deliveries every `interval` from now until ``stop()`` (a
     /// daemon among several: a notice on the bus can be lost).
     public func refreshFromStore(every interval: Duration) {
-        let milliseconds = Int(clamping: interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int(clamping: interval.milliseconds)
         guard milliseconds > 0 else { return }
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "switchboard.webhooks.refresh", qos: .utility))
         timer.schedule(deadline: .now() + .milliseconds(milliseconds), repeating: .milliseconds(milliseconds), leeway: .milliseconds(milliseconds / 10))

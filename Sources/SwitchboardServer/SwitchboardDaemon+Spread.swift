@@ -79,8 +79,7 @@ extension SwitchboardDaemon {
     /// their participants, once (``CallHub/announceFailovers(_:lookup:)``); on the leader, the
     /// placements other nodes made are read first.
     private func announceMoves(of calls: CallHub, on directory: SFUDirectory) -> any DispatchSourceTimer {
-        let interval = max(1, Int(configuration.placement.pollInterval.components.seconds * 1000
-            + configuration.placement.pollInterval.components.attoseconds / 1_000_000_000_000_000))
+        let interval = max(1, Int(clamping: configuration.placement.pollInterval.milliseconds))
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "switchboard.calls.moves", qos: .utility))
         timer.schedule(deadline: .now() + .milliseconds(interval), repeating: .milliseconds(interval), leeway: .milliseconds(interval / 10))
         timer.setEventHandler { [weak calls, weak directory, logger] in
