@@ -173,7 +173,7 @@ extension CallHub {
         guard ownership != nil, let id = UserID(user), !gateway.holdsResume(resume, user: id) else { return }
         do {
             guard let taken = try store.takeConnection(resumeToken: resume.token, user: id) else { return }
-            gateway.adopt(taken.record, now: wallClock())
+            gateway.adopt(taken.record, now: wallClock(), sessions: taken.sessions)
             metrics.connectionsTakenOver.increment()
             logger.info("took over a connection resumed here", metadata: ["connection": "\(taken.record.id)", "from": "\(taken.previous ?? "none")"])
             if let sharing, let previous = taken.previous, previous != ownership?.node {

@@ -23,7 +23,15 @@ extension PostgresStore {
                 """, binds)
             guard let row = rows.first, let record = Rows.connection(row) else { return nil }
             let previous = try row.makeRandomAccess()["previous"].decode(String?.self)
-            return ConnectionTakeover(record: record, previous: previous)
+            var byConnection = PostgresBindings()
+            byConnection.append(record.id.rawValue)
+            let sessions = try connection.query(
+                """
+                SELECT s.* FROM call_session s JOIN call c ON c.cid = s.cid
+                WHERE s.connection_id = $1 AND s.left_at IS NULL AND c.ended_at IS NULL ORDER BY s.joined_at, s.session_id
+                """, byConnection
+            ).compactMap(Rows.session)
+            return ConnectionTakeover(record: record, previous: previous, sessions: sessions)
         }
     }
 

@@ -105,10 +105,16 @@ extension ClusterTunnel {
 
     /// A front not renewed for nearly a lease: its sockets are cut (1012) and the leader told
     /// they closed (it frees them, unless it dropped them already with the node's lapsed lease),
-    /// and it follows nobody until a turn renews it again.
+    /// and it follows nobody until a turn renews it again. The call sockets it keeps (calls run
+    /// on every node) are cut too: once its lease lapses, live nodes adopt its calls and take its
+    /// connections over when their clients resume there; their closes reach its call hub, which
+    /// keeps the connections resumable. New ones are refused (1013) until it follows again.
     func cutOffUnrenewed(_ state: inout State) -> [OutboundCommand] {
         let commands = resetFront(&state)
-        return commands + state.front.follow(nil)
+        let calls = state.localSockets.sorted().map {
+            OutboundCommand.close($0, .serviceRestart, reason: "this node lost its database; reconnect")
+        }
+        return commands + calls + state.front.follow(nil)
     }
 
     /// Drops `nodes`' relayed connections; with `notify`, tells each node to close them (1012).

@@ -94,8 +94,10 @@ extension ClusterTunnel {
     func keepingLocal(_ events: [TransportEvent]) -> (Role, [TransportEvent]) {
         let (role, mine, rest, hub) = state.withLock { state -> (Role, [TransportEvent], [TransportEvent], (any TransportEventSink)?) in
             guard let calls = state.localCalls else { return (state.role, [], events, nil) }
+            // A front that follows no leader (not renewed: cut off from the database) refuses
+            // new call sockets as it refuses every other (1013).
             var relays = false
-            if case .front = state.role, !state.draining { relays = true }
+            if case .front = state.role, !state.draining, state.front.leader != nil { relays = true }
             var mine: [TransportEvent] = [], rest: [TransportEvent] = []
             for event in events {
                 switch event {

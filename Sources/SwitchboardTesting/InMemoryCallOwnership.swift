@@ -170,13 +170,16 @@ public final class OwnedCallStore: CallStore, @unchecked Sendable {
 
     public func takeConnection(resumeToken: String, user: UserID) throws -> ConnectionTakeover? {
         try ownership.table.holding {
-            guard var record = try base.loadLiveState().connections.first(where: { $0.resumeToken == resumeToken && $0.userID == user }) else {
+            let live = try base.loadLiveState()
+            guard var record = live.connections.first(where: { $0.resumeToken == resumeToken && $0.userID == user }) else {
                 return nil
             }
             let previous = record.node
             record.node = ownership.node
             try base.apply([.saveConnection(record)])
-            return ConnectionTakeover(record: record, previous: previous)
+            let calls = Set(live.calls.map(\.cid))
+            let sessions = live.sessions.filter { $0.connection == record.id && $0.isActive && calls.contains($0.cid) }
+            return ConnectionTakeover(record: record, previous: previous, sessions: sessions)
         }
     }
 

@@ -271,6 +271,31 @@ final class ClusterTunnelTests: XCTestCase {
         await stop(pair)
     }
 
+    /// With calls run on every node, the call sockets a front keeps are cut with its relayed
+    /// ones (their calls and connections move to live nodes once its lease lapses): their
+    /// closes still reach its call hub, and new call sockets are refused until it follows again.
+    func test_aFrontNotRenewedCutsTheCallSocketsItKeepsAndRefusesNewOnes() async {
+        let pair = started(lease: .seconds(2))
+        let calls = Hub()
+        pair.front.keepCallsLocal(path: "/v1/connect", hub: calls)
+        pair.front.transportDidReceive([.opened(socket(1), upgrade), .opened(socket(2), upgrade)])
+        XCTAssertEqual(calls.events, [.opened(socket(1), upgrade), .opened(socket(2), upgrade)])
+        pair.clock.advance(by: .milliseconds(1_500))
+        pair.front.tick()
+        let cut = "this node lost its database; reconnect"
+        XCTAssertEqual(
+            pair.frontTransport.commands.filter(\.isClose), [.close(socket(1), .serviceRestart, reason: cut), .close(socket(2), .serviceRestart, reason: cut)])
+        pair.front.transportDidReceive([.closed(socket(1)), .closed(socket(2)), .opened(socket(3), upgrade)])
+        XCTAssertEqual(Array(calls.events.suffix(2)), [.closed(socket(1)), .closed(socket(2))], "the call hub hears them closed")
+        XCTAssertEqual(pair.frontTransport.commands.last, .close(socket(3), .tryAgainLater, reason: "no leading node is reachable"))
+        XCTAssertEqual(calls.events.count, 4, "the refused socket never reached the call hub")
+        pair.front.follow(TunnelFront.Leader(node: "L", generation: 1))
+        pair.front.transportDidReceive([.opened(socket(4), upgrade)])
+        XCTAssertEqual(calls.events.last, .opened(socket(4), upgrade), "kept again once it follows")
+        XCTAssertEqual(pair.hub.events, [], "no call socket went to the leader")
+        await stop(pair)
+    }
+
     /// A renewing turn that itself took nearly a lease counts as none: the node's lease may have
     /// lapsed meanwhile, so the front cuts its sockets rather than trusting it.
     func test_aTurnThatTookNearlyALeaseCutsTheSocketsToo() async {

@@ -221,6 +221,32 @@ struct CallOwnershipContract {
         XCTAssertEqual(try b.lostConnections([], after: .zero), [])
     }
 
+    /// A takeover names the connection's active sessions in live calls, whichever node runs
+    /// them: not one that left, not one in an ended call, not another connection's.
+    func aTakeoverNamesTheConnectionsActiveSessions() throws {
+        let database = try makeDatabase()
+        let a = try database.node("node-a"), b = try database.node("node-b").store
+        let (k1, k2) = try connections(savedBy: a.store)
+        _ = try a.ownership.claim([c1, c2])
+        var ended = call(c2)
+        ended.endedAt = at.addingTimeInterval(9)
+        ended.endedReason = .endedByUser
+        func session(_ id: String, in cid: CallCID, of connection: ConnectionRecord, leftAt: Date? = nil) -> SessionRecord {
+            SessionRecord(
+                sessionID: SessionID(id), cid: cid, callSession: 1, userID: connection.userID, connection: connection.id, role: .participant,
+                joinedAt: at.addingTimeInterval(Double(id.count)), leftAt: leftAt)
+        }
+        let active = session("s-1", in: c1, of: k1)
+        try a.store.apply([
+            .saveCall(call(c1)), .saveCall(ended), .saveSession(active), .saveSession(session("s-22", in: c1, of: k1, leftAt: at.addingTimeInterval(5))),
+            .saveSession(session("s-333", in: c2, of: k1)), .saveSession(session("s-4444", in: c1, of: k2)),
+        ])
+        let taken = try XCTUnwrap(try b.takeConnection(resumeToken: "token-1", user: k1.userID))
+        XCTAssertEqual(taken.sessions.map(\.sessionID), [active.sessionID])
+        XCTAssertEqual(taken.sessions.first?.cid, c1)
+        XCTAssertEqual(try b.takeConnection(resumeToken: "token-1", user: k1.userID)?.sessions.map(\.sessionID), [active.sessionID], "taken again")
+    }
+
     /// Alice's `k-1` (resume token `token-1`) and Bob's `k-2` (`token-2`), saved by `store`.
     private func connections(savedBy store: any CallStore) throws -> (ConnectionRecord, ConnectionRecord) {
         let k1 = ConnectionRecord(
@@ -276,6 +302,7 @@ protocol CallOwnershipContractCases {
     func test_writesNeedTheCallsHeldAtTheirGeneration() throws
     func test_connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume() throws
     func test_aConnectionTakenOverIsNotWrittenByItsPreviousNode() throws
+    func test_aTakeoverNamesTheConnectionsActiveSessions() throws
 }
 
 final class InMemoryCallOwnershipContractTests: XCTestCase, CallOwnershipContractCases {
@@ -300,6 +327,7 @@ final class InMemoryCallOwnershipContractTests: XCTestCase, CallOwnershipContrac
         try contract.connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume()
     }
     func test_aConnectionTakenOverIsNotWrittenByItsPreviousNode() throws { try contract.aConnectionTakenOverIsNotWrittenByItsPreviousNode() }
+    func test_aTakeoverNamesTheConnectionsActiveSessions() throws { try contract.aTakeoverNamesTheConnectionsActiveSessions() }
 }
 
 /// Against a real PostgreSQL server: each node a store of its own with a registered `node` row
@@ -333,4 +361,5 @@ final class PostgresCallOwnershipContractTests: XCTestCase, CallOwnershipContrac
         try contract.connectionsAreHeldByTheNodeThatSavedThemAndTakenOverByAResume()
     }
     func test_aConnectionTakenOverIsNotWrittenByItsPreviousNode() throws { try contract.aConnectionTakenOverIsNotWrittenByItsPreviousNode() }
+    func test_aTakeoverNamesTheConnectionsActiveSessions() throws { try contract.aTakeoverNamesTheConnectionsActiveSessions() }
 }

@@ -60,13 +60,13 @@ RING_MS = 10000
 
 
 @contextmanager
-def relaying_in_spaces(spaces: list[LinkedNamespace], daemons: Daemons, tmp_path: Path,
-                       database: str) -> Iterator[tuple[Cluster, str, list[str]]]:
+def relaying_in_spaces(spaces: list[LinkedNamespace], daemons: Daemons, tmp_path: Path, database: str,
+                       ring_ms: int = RING_MS, **env: object) -> Iterator[tuple[Cluster, str, list[str]]]:
     """A relaying cluster with each daemon in its namespace: it, its leader's name and the two
-    relaying nodes' names."""
+    relaying nodes' names (``env``: more daemon settings, as ``Cluster`` takes them)."""
     listen = ",".join(["127.0.0.1", *(space.host_ip for space in spaces)])
     with PostgresServer(durable=False, settings={"listen_addresses": listen}, hba=[f"host all all {space.network} trust" for space in spaces]) as pg:
-        cluster = Cluster(daemons, pg.create_database(database), tmp_path, RING_MS, spaces, standby="relay")
+        cluster = Cluster(daemons, pg.create_database(database), tmp_path, ring_ms, spaces, standby="relay", **env)
         try:
             name = cluster.leader()
             yield cluster, name, [n for n in cluster.nodes if n != name]
@@ -116,6 +116,16 @@ def offer_and_answer(cluster: Cluster, one: str, other: str) -> None:
         assert relayed(receiver)[1] == {"type": kind, "src": src, "dst": dst, "payload": payload}
     pa.close()
     pb.close()
+
+
+def settled(cluster: Cluster) -> list[str] | None:
+    """The running nodes, the leader first, once exactly one of them leads and every one is
+    ready (the others follow a leader whose lease runs, and listen); else ``None``."""
+    running = [n for n, d in cluster.nodes.items() if d.process.poll() is None]
+    leading = [n for n in running if cluster.leads(n)]
+    if len(leading) != 1 or any(readyz(cluster.nodes[n]) != 200 for n in running):
+        return None
+    return [leading[0]] + [n for n in running if n != leading[0]]
 
 
 def logs(cluster: Cluster) -> str:
@@ -241,17 +251,8 @@ def test_postgresql_restarted_under_a_relaying_cluster_cuts_relayed_sockets_and_
     alice.close()
     bob.close()
 
-    def settled() -> list[str] | None:
-        """The running nodes once exactly one of them leads and every one is ready (the others
-        follow a leader whose lease runs, and listen)."""
-        running = [n for n, d in cluster.nodes.items() if d.process.poll() is None]
-        leading = [n for n in running if cluster.leads(n)]
-        if len(leading) != 1 or any(readyz(cluster.nodes[n]) != 200 for n in running):
-            return None
-        return [leading[0]] + [n for n in running if n != leading[0]]
-
     try:
-        running = wait_until(settled, TAKEOVER_S, "one node leading, the others relaying again")
+        running = wait_until(lambda: settled(cluster), TAKEOVER_S, "one node leading, the others relaying again")
     except AssertionError as failure:
         raise AssertionError(f"{failure}\n{logs(cluster)}") from None
     for n, daemon in cluster.nodes.items():

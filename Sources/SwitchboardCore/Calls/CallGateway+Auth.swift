@@ -134,11 +134,21 @@ extension CallGateway {
             "connection_id": .string(client.id.rawValue), "user_id": .string(client.user.rawValue), "expires_at": .time(client.token.expiresAt),
             "resume_token": .string(client.resumeToken), "resumed": .bool(resumed), "replayed": .number(Double(replayed)),
             "replay_complete": .bool(complete), "last_seq": .number(Double(client.nextSeq - 1)),
-            "sessions": .array(engine.sessions(of: client.id).sorted().map { .string($0.rawValue) }),
+            "sessions": .array(sessions(of: client.id).map { .string($0.rawValue) }),
         ])
         var fields: [String: JSONValue] = ["type": .string("connection.ok"), "data": data]
         if id != .null { fields["id"] = id }
         output.commands.append(.send(socket, JSONValue.object(fields).bytes))
         output.responded.append((socket, id))
+    }
+}
+
+extension CallGateway {
+    /// A client connection's active sessions, sorted: in calls run here, and those it joined
+    /// in calls other nodes run (through them, or held when it was taken over).
+    func sessions(of client: ClientConnectionID) -> [SessionID] {
+        var all = engine.sessions(of: client)
+        if let elsewhere = remoteSessions[client] { all.formUnion(elsewhere.keys) }
+        return all.sorted()
     }
 }

@@ -117,7 +117,9 @@ extension CallGateway {
     /// Holds a connection read from the store (at start, or taken over from another node by a
     /// resume), detached, with a fresh resume window from `now`: events sent before are
     /// unknown here, so its `seq` starts above any of them and a resume of it is never complete.
-    public mutating func adopt(_ record: ConnectionRecord, now: Date) {
+    /// `sessions`, its active sessions (a takeover's), are known from then on: those in calls
+    /// another node runs as its sessions elsewhere (its signals are forwarded there).
+    public mutating func adopt(_ record: ConnectionRecord, now: Date, sessions: [SessionRecord] = []) {
         let token = UserToken(userID: record.userID.rawValue, issuedAt: record.connectedAt, expiresAt: record.tokenExpiresAt)
         var client = ClientConnection(
             id: record.id, user: record.userID, token: token, resumeToken: record.resumeToken, connectedAt: record.connectedAt, socket: nil,
@@ -128,6 +130,8 @@ extension CallGateway {
         if let held = clients[record.id], let socket = held.socket { sockets[socket] = nil }
         clients[record.id] = client
         userClients[record.userID, default: []].insert(record.id)
+        let elsewhere = sessions.filter { $0.connection == record.id && $0.isActive && engine.call($0.cid) == nil }
+        remoteSessions[record.id] = elsewhere.isEmpty ? nil : Dictionary(elsewhere.map { ($0.sessionID, $0.cid) }, uniquingKeysWith: { first, _ in first })
         wake(by: deadline(of: client))
     }
 

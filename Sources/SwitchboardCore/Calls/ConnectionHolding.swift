@@ -6,10 +6,14 @@ public struct ConnectionTakeover: Sendable, Equatable {
     public var record: ConnectionRecord
     /// The node that held it before; `nil` when none was recorded.
     public var previous: String?
+    /// Its active sessions in live calls, whichever node runs them: the resumed client is
+    /// told of them (`connection.ok` `sessions`) and its signals reach them.
+    public var sessions: [SessionRecord]
 
-    public init(record: ConnectionRecord, previous: String?) {
+    public init(record: ConnectionRecord, previous: String?, sessions: [SessionRecord] = []) {
         self.record = record
         self.previous = previous
+        self.sessions = sessions
     }
 }
 

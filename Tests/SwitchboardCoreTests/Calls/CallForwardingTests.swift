@@ -166,6 +166,39 @@ final class CallForwardingTests: XCTestCase {
         XCTAssertEqual(delivered["data"]?["payload"], .object(["sdp": .string("v=0")]))
     }
 
+    /// A connection taken over by a resume on a node that does not run its session's call
+    /// (its first node died): the resumed client is told of the session, and its signals go
+    /// to the call's owner as if it had joined through this node.
+    func test_aConnectionTakenOverWithASessionElsewhereListsItAndSignalsThroughTheOwner() throws {
+        var nodes = Nodes()
+        let (bob, first) = try bobOnAAndAliceThroughB(&nodes)
+        let bobSession = try XCTUnwrap(nodes.a.gateway.engine.sessions(of: bob.connection).first).rawValue
+        let aliceSession = try XCTUnwrap(nodes.a.gateway.engine.sessions(of: first.connection).first)
+
+        // node-b died; node-c (in b's place) takes alice's connection over from the store.
+        nodes.b = GatewayHarness(CallFixture.configuration(), idPrefix: "c")
+        nodes.b.gateway.sharesCalls = true
+        let record = ConnectionRecord(
+            id: first.connection, userID: CallFixture.user("alice"), resumeToken: first.resumeToken, connectedAt: CallFixture.base,
+            tokenExpiresAt: CallFixture.at(3600), node: "node-c")
+        let session = SessionRecord(
+            sessionID: aliceSession, cid: standup, callSession: 1, userID: CallFixture.user("alice"), connection: first.connection, role: .participant,
+            joinedAt: CallFixture.base)
+        nodes.b.gateway.adopt(record, now: nodes.b.now, sessions: [session])
+        let alice = try XCTUnwrap(nodes.b.connect("alice", resume: ResumeRequest(token: first.resumeToken, lastSeq: 0)))
+        XCTAssertEqual(alice.connection, first.connection)
+        XCTAssertEqual(alice.ok["sessions"], .array([.string(aliceSession.rawValue)]), "her session in node-a's call")
+
+        let signal = #"{"id":"s","type":"signal.send","data":{"to_session":"\#(bobSession)","kind":"offer","payload":{"sdp":"v=1"}}}"#
+        XCTAssertEqual(nodes.b.gateway.needsLoad(nodes.b.gateway.parse(Array(signal.utf8)), on: alice.socket), standup)
+        nodes.b.gateway.forward([standup: ownerA])
+        nodes.b.send(alice.socket, signal)
+        nodes.carry(from: "node-b")
+        let delivered = try XCTUnwrap(nodes.a.last.events(to: bob.socket).first)
+        XCTAssertEqual(delivered["type"], "signal")
+        XCTAssertEqual(delivered["data"]?["from_session"], .string(aliceSession.rawValue))
+    }
+
     // MARK: Failures
 
     func test_aSilentOwnerGetsTheRequestAnsweredUnavailableAfterTheTimeoutAndALateAnswerIsDropped() throws {
