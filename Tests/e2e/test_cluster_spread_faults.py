@@ -47,7 +47,6 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from cluster_harness import LEASE_MS, TAKEOVER_S, Cluster, cluster_of, postgres  # noqa: F401 - fixtures
 from pgserver import PostgresServer
