@@ -21,10 +21,7 @@ extension SwitchboardDaemon {
             hub.attach(calls: spread.hub, path: path)
             return spread.hub
         }
-        let calls = CallHub(
-            queue: DispatchQueue(label: "switchboard.calls"), configuration: configuration.calls, store: store, placement: directory,
-            tokenVerifier: tokens, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) }, newID: clocks.newID,
-            metricsFactory: factory, logger: logger)
+        let calls = makeCallHub(store: store, placement: directory, tokens: tokens, factory: factory)
         if let dispatcher = webhooks?.dispatcher { calls.onWebhooksCommitted(dispatcher.committed) }
         if let postgres = store as? PostgresStore {
             // Calls owned per node (ADR 0012): claimed before they are loaded, every write checked.
@@ -33,6 +30,23 @@ extension SwitchboardDaemon {
         try calls.start(transport: clusterTunnel ?? transport)
         hub.attach(calls: calls, path: path)
         return calls
+    }
+
+    /// A call hub on a queue of its own (a commit never holds up PeerJS relaying), with the
+    /// daemon's clocks: the leader's, a one-daemon store's, and a spread daemon's alike.
+    func makeCallHub(store: any CallStore, placement: SFUDirectory, tokens: JWTTokenService?, factory: any MetricsFactory) -> CallHub {
+        CallHub(
+            queue: DispatchQueue(label: "switchboard.calls"), configuration: configuration.calls, store: store, placement: placement,
+            tokenVerifier: tokens, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) }, newID: clocks.newID,
+            metricsFactory: factory, logger: logger)
+    }
+
+    /// The location table and placement on `store`, with the configured policy and regions and
+    /// the room key in the state directory.
+    func makeDirectory(store: any DaemonStore, factory: any MetricsFactory) throws -> SFUDirectory {
+        try SFUDirectory(
+            store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
+            clock: clocks.monotonic, wallClock: clocks.wall, metricsFactory: factory, roomKeys: try roomKeys(store), logger: logger)
     }
 
     /// Several daemons share the store (PostgreSQL): other nodes' call hubs commit what the

@@ -45,15 +45,10 @@ extension SwitchboardDaemon {
         guard configuration.postgresSpreadsCalls, let path = configuration.connectPath else { return nil }
         let auth = configuration.auth
         let tokens = Blocking.wait { await JWTTokenService(configuration: auth) }
-        let directory = try SFUDirectory(
-            store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
-            clock: clocks.monotonic, wallClock: clocks.wall, metricsFactory: factory, roomKeys: try roomKeys(store), logger: logger)
+        let directory = try makeDirectory(store: store, factory: factory)
         try directory.refreshFromStore()
         directory.followStore(every: configuration.placement.pollInterval)
-        let calls = CallHub(
-            queue: DispatchQueue(label: "switchboard.calls"), configuration: configuration.calls, store: store, placement: directory,
-            tokenVerifier: tokens, wallClock: { [wall = clocks.wall] in CallHub.roundedToMilliseconds(wall()) }, newID: clocks.newID,
-            metricsFactory: factory, logger: logger)
+        let calls = makeCallHub(store: store, placement: directory, tokens: tokens, factory: factory)
         calls.ownCalls(through: store.ownCalls(as: nodeID), wait: configuration.postgresLease, claimingAtStart: false)
         calls.shareCalls(peers: { [weak tunnel] in tunnel?.peers ?? [] }, send: { [weak tunnel] in tunnel?.sendCalls($0) })
         calls.onWebhooksCommitted { [weak tunnel] _ in tunnel?.notifyLeader(.webhooks) }

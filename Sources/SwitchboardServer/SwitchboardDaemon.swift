@@ -167,9 +167,7 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
         let spread = spreadCalls
         // Spread calls: the directory that followed the store leads now, the hub stays.
         spread?.directory.stopFollowing()
-        let directory = try spread?.directory ?? SFUDirectory(
-            store: store, policy: configuration.placement.policy, resolver: configuration.placement.resolver,
-            clock: clocks.monotonic, wallClock: clocks.wall, metricsFactory: factory, roomKeys: try roomKeys(store), logger: logger)
+        let directory = try spread?.directory ?? makeDirectory(store: store, factory: factory)
         let auth = configuration.auth
         let tokens = spread?.tokens ?? Blocking.wait { await JWTTokenService(configuration: auth) }
         try store.replaceRegions(configuration.placement.regions)
@@ -267,36 +265,6 @@ public final class SwitchboardDaemon: Service, @unchecked Sendable {
                 "url": "\(webSocketURL)", "admin": "\(adminURL)", "threads": "\(configuration.transport.serviceThreads)",
                 "store": "\(storeDescription)",
             ])
-    }
-
-    /// The key Janus rooms, their secrets and session tokens are derived from: generated into
-    /// `<store.directory>/sfu-room.key` (mode 0600) at first start and kept, so rooms and tokens
-    /// stay the same across restarts.
-    func roomKeys(_ store: any DaemonStore) throws -> SFURoomKeys {
-        let file = try stateSecret(store, name: "sfu-room.key", what: "SFU room key", keepCopy: false) {
-            var generator = SystemRandomNumberGenerator()
-            return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-        }
-        guard let keys = SFURoomKeys(key: Array(file.token.utf8)) else {
-            throw SwitchboardError(.invalidConfiguration, "\(file.path) must hold at least 32 bytes; delete it to have a new one generated")
-        }
-        return keys
-    }
-
-    /// The admin settings with the token resolved: with token auth and none configured, the one
-    /// generated into the state directory (its path is logged, never its value).
-    func adminConfiguration(_ store: any DaemonStore) throws -> AdminConfiguration {
-        var admin = configuration.admin
-        guard admin.auth == .token, admin.token == nil else { return admin }
-        let file = try stateSecret(store, name: "admin.token", what: "admin token", keepCopy: true) {
-            var generator = SystemRandomNumberGenerator()
-            return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-        }
-        admin.token = file.token
-        logger.notice(
-            file.created ? "generated an admin API token" : "admin API token read from the state directory",
-            metadata: ["admin.token_file": "\(file.path)"])
-        return admin
     }
 
     /// SIGHUP: applies the reloaded configuration's log level and SFU seed file.

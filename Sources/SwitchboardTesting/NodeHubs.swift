@@ -25,12 +25,12 @@ public final class NodeHubs: @unchecked Sendable {
 
     /// A hub of node `id` running the calls it claims (not started), its transport and its claims.
     public func hub(
-        _ id: String, wait: Duration = .zero, claimingAtStart: Bool = true
+        _ id: String, wait: Duration = .zero, claimingAtStart: Bool = true, placement: FixedPlacement = FixedPlacement()
     ) -> (hub: CallHub, transport: InMemoryTransport, ownership: InMemoryCallOwnership) {
         let ownership = InMemoryCallOwnership(node: id, table: table)
         let hub = CallHub(
             queue: DispatchQueue(label: "test.calls.\(id)"), configuration: configuration, store: OwnedCallStore(base: base, ownership: ownership),
-            placement: FixedPlacement(), tokenVerifier: UserIDTokenVerifier(), wallClock: { [clock] in CallHub.roundedToMilliseconds(clock.now()) },
+            placement: placement, tokenVerifier: UserIDTokenVerifier(), wallClock: { [clock] in CallHub.roundedToMilliseconds(clock.now()) },
             newID: { UUID().uuidString.lowercased() }, metricsFactory: metricsFactory, logger: logger)
         hub.ownCalls(through: ownership, wait: wait, claimingAtStart: claimingAtStart)
         return (hub, InMemoryTransport(), ownership)

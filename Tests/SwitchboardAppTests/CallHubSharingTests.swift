@@ -32,8 +32,8 @@ final class CallHubSharingTests: XCTestCase {
         let ownership: InMemoryCallOwnership
     }
 
-    private func node(_ id: String) throws -> Node {
-        let (hub, transport, ownership) = nodes.hub(id)
+    private func node(_ id: String, placement: FixedPlacement = FixedPlacement()) throws -> Node {
+        let (hub, transport, ownership) = nodes.hub(id, placement: placement)
         let hubs = self.hubs
         hub.shareCalls(
             peers: { hubs.lock.withLock { hubs.hubs.keys.filter { $0 != id }.sorted() } },
@@ -96,6 +96,21 @@ final class CallHubSharingTests: XCTestCase {
         XCTAssertEqual(custom.count, 1)
         XCTAssertEqual(custom.first?["call_cid"] as? String, "default:standup")
         XCTAssertEqual(hubs.lock.withLock { hubs.sent["node-a"]?.flatMap(\.requests).count }, 1, "one request forwarded")
+    }
+
+    /// The admin API's detail of a live call another node runs names the SFU the store holds
+    /// for it (the placement); of a call run here, the engine's; of an ended call, none.
+    func test_theDetailOfACallAnotherNodeRunsNamesItsPlacement() throws {
+        let elsewhere = SFUAssignment(id: "sfu-2", url: "wss://sfu-2.example", region: "eu")
+        let a = try node("node-a"), b = try node("node-b", placement: FixedPlacement(placed: [standup: elsewhere]))
+        let bob = connect(a, "bob")
+        send(a, bob, #"{"id":1,"type":"call.join","data":{"type":"default","id":"standup","create":true}}"#)
+        XCTAssertEqual(a.hub.claimedCalls, [standup])
+        XCTAssertEqual(try XCTUnwrap(try b.hub.callDetail(standup, eventLimit: 0)).sfu, elsewhere, "node-a's call: its placement")
+        XCTAssertNil(try XCTUnwrap(try a.hub.callDetail(standup, eventLimit: 0)).sfu, "its own call: the engine's (peer-to-peer)")
+        try a.hub.endCall(standup)
+        settle(a, b)
+        XCTAssertNil(try XCTUnwrap(try b.hub.callDetail(standup, eventLimit: 0)).sfu, "ended: none")
     }
 
     /// The admin API's end and kick of a call another node runs are made by that node, as its
