@@ -74,9 +74,10 @@ def relaying(daemons: Daemons, cfg: dict[str, Any], state_dir: Path, env: dict[s
     return daemon
 
 
-def spread_cluster(postgres, daemons: Daemons, receiver, tmp_path: Path, database: str) -> list[Daemon]:
-    """A (the leader), B and C, spread, on a new database, B and C given their ports."""
-    env = spread_env(postgres, database)
+def spread_cluster(postgres, daemons: Daemons, receiver, tmp_path: Path, database: str, **settings: Any) -> list[Daemon]:
+    """A (the leader), B and C, spread, on a new database, B and C given their ports
+    (``settings``: more daemon settings, environment style)."""
+    env = {**spread_env(postgres, database), **settings}
     cfg = config(receiver, {"main": new_secret()})
     a = daemons.start(cfg, state_dir=tmp_path / "a", **env)
     nodes = [a, relaying(daemons, cfg, tmp_path / "b", env), relaying(daemons, cfg, tmp_path / "c", env)]

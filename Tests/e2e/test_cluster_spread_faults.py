@@ -27,6 +27,14 @@ spread node is closed because the leader changed, and a call outlives its owner 
   are for live nodes to take over) instead of keeping it with nothing behind it; the client
   resumes through the balancer (same connection) and is served, and the node serves call
   sockets again.
+- ``test_a_killed_owner_of_a_ringing_call_its_ring_times_out_once_with_its_webhooks``: no
+  namespaces; A leads, B and C stand by (test_cluster_spread's ``spread_cluster``, one webhook
+  endpoint on the test's receiver). A caller on C rings a callee on B and joins; C is SIGKILLed.
+  The caller resumes on A (same connection, its session listed although another daemon will run
+  the call); A or B adopts the call and the ring times out there: the caller hears
+  ``call.missed`` then ``call.ended`` (``no_answer``), the callee ``call.ring_stopped``. The
+  receiver gets ``call.created``, ``call.ring``, ``call.missed`` and ``call.ended`` once each,
+  ``seq`` 1..N, and nothing more through two further leases.
 - ``test_postgresql_restarted_under_spread_load_refuses_unavailable_and_recovers``: a client
   straight on each daemon creates calls in a loop (about 20 a second each) while PostgreSQL is
   stopped and started again (same port), once the leader's client was answered ``unavailable``
@@ -53,7 +61,8 @@ from pgserver import PostgresServer
 from test_cluster_faults import spaces  # noqa: F401 - fixture
 from test_cluster_relay import closed_with, relay_cluster
 from test_cluster_relay_faults import abandon, logs, readyz, relaying_in_spaces, resumed, settled, space_of
-from webhook_harness import CallClient, Daemon, Daemons, daemons, wait_until  # noqa: F401 - fixture
+from test_cluster_spread import nothing_more_for, spread_cluster
+from webhook_harness import CallClient, Daemon, Daemons, daemons, receiver, wait_until  # noqa: F401 - fixture
 
 SPREAD = {"STORE_POSTGRES_CALLS": "spread"}
 #: The ring outlasts the cut node's lapsed lease (a lease), the adopting sweep (5 s), and a
@@ -159,6 +168,42 @@ def test_a_spread_node_cut_off_about_a_lease_closes_its_call_sockets(spaces, dae
         for client in (dave, erin):
             assert client.unexpected == [], (client.user, client.unexpected)
             client.close()
+
+
+def test_a_killed_owner_of_a_ringing_call_its_ring_times_out_once_with_its_webhooks(postgres, daemons, receiver, tmp_path) -> None:
+    a, b, c = spread_cluster(postgres, daemons, receiver, tmp_path, "spread_killring",
+                             CALL_TYPES_RINGING_INCOMING_TIMEOUT_MS=RING_MS, CALL_TYPES_RINGING_AUTO_CANCEL_TIMEOUT_MS=RING_MS)
+    cid = "ringing:k1"
+    callee, caller = b.client("callee"), c.client("caller")
+    caller.ok("call.get_or_create", {"type": "ringing", "id": "k1", "members": ["callee"], "ring": True})
+    session = caller.ok("call.join", {"type": "ringing", "id": "k1"})["session_id"]
+    callee.wait_event("call.ring", cid)
+    assert call_counts(a) == {a.pid: 0, b.pid: 0, c.pid: 1}
+
+    c.kill()
+    again = CallClient(a.port, "caller", caller.hello["resume_token"])
+    assert again.hello["resumed"] and again.hello["connection_id"] == caller.hello["connection_id"], again.hello
+    assert again.hello["sessions"] == [session], again.hello
+    try:
+        ended = again.wait_event("call.ended", cid, timeout=RING_MS / 1000 + ADOPT_WAIT_S)
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}\n--- A:\n{a.output()}\n--- B:\n{b.output()}") from None
+    assert ended["data"]["call"]["ended_reason"] == "no_answer", ended
+    assert again.wait_event("call.missed", cid)["seq"] < ended["seq"], again.events
+    assert callee.wait_event("call.ring_stopped", cid)["data"]["reason"] == "timeout", callee.events
+
+    sent = receiver.wait_for(lambda r: (m := r.by_call().get(cid, [])) and m[-1].type == "call.ended" and m, TAKEOVER_S,
+                             f"the webhooks of {cid} up to call.ended")
+    types = [m.type for m in sent]
+    assert [m.seq for m in sent] == list(range(1, len(sent) + 1)), [(m.type, m.seq) for m in sent]
+    for wanted in ("call.created", "call.ring", "call.missed", "call.ended"):
+        assert types.count(wanted) == 1, types
+    nothing_more_for(receiver, cid, len(sent), 2 * LEASE_MS / 1000 + 1.0)
+    assert receiver.failures == []
+    for client in (again, callee):
+        assert client.unexpected == [], (client.user, client.unexpected)
+        client.close()
+    caller.close()
 
 
 class Load(threading.Thread):
