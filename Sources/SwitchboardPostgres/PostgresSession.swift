@@ -71,6 +71,9 @@ final class PostgresSession: @unchecked Sendable {
             do {
                 defer { if connection.isClosed { self.connection = nil } }
                 return try body(Connection(base: connection, statementTimeout: statementTimeout, logger: logger))
+            } catch let rolledBack as RolledBack {
+                // The server rolled a statement's transaction back; the connection is fine.
+                throw rolledBack.error
             } catch let error as SwitchboardError where error.code == .unavailable {
                 // The connection is lost or unusable (the server ended it, or stopped answering):
                 // closed here, so the next call connects anew rather than trying it again.
@@ -99,18 +102,45 @@ final class PostgresSession: @unchecked Sendable {
     }
 
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+    /// A transaction the server rolled back to break a deadlock, or for a serialization
+    /// failure, is run again from the start, up to ``rollbackRetries`` times (as PostgreSQL's
+    /// manual advises); `body` must therefore act only on the database.
     func transaction<T>(_ body: (Connection) throws -> T) throws -> T {
         try withConnection { connection in
-            try connection.execute("BEGIN")
-            do {
-                let result = try body(connection)
-                try connection.execute("COMMIT")
-                return result
-            } catch {
-                _ = try? connection.execute("ROLLBACK")
-                throw error
+            var attempt = 0
+            while true {
+                try connection.execute("BEGIN")
+                do {
+                    let result = try body(connection)
+                    try connection.execute("COMMIT")
+                    return result
+                } catch let rolledBack as RolledBack where attempt < Self.rollbackRetries {
+                    _ = try? connection.execute("ROLLBACK")
+                    attempt += 1
+                    logger.notice(
+                        "PostgreSQL rolled a transaction back; running it again",
+                        metadata: ["sqlstate": "\(rolledBack.state)", "attempt": "\(attempt + 1)"])
+                } catch {
+                    _ = try? connection.execute("ROLLBACK")
+                    throw error
+                }
             }
         }
+    }
+
+    /// How many times a transaction the server rolled back runs again before its caller gets
+    /// `unavailable`.
+    static let rollbackRetries = 3
+
+    /// SQLSTATEs of a transaction the server rolled back that may succeed run again:
+    /// `deadlock_detected` and `serialization_failure`.
+    static let retriedStates: Set<String> = ["40P01", "40001"]
+
+    /// A statement failed because the server rolled its transaction back (``retriedStates``):
+    /// ``transaction(_:)`` runs it again; anywhere else it is `error`.
+    struct RolledBack: Error {
+        let state: String
+        let error: SwitchboardError
     }
 
     /// Whoever holds the session last (the store, or a call ownership made from it) closes it.
@@ -152,6 +182,7 @@ final class PostgresSession: @unchecked Sendable {
     /// `unavailable`, which callers may retry.
     static func storeError(_ error: any Error) -> SwitchboardError {
         if let error = error as? SwitchboardError { return error }
+        if let error = error as? RolledBack { return error.error }
         if let error = error as? PSQLError {
             if let info = error.serverInfo {
                 let state = info[.sqlState] ?? "?"
@@ -192,6 +223,13 @@ final class PostgresSession: @unchecked Sendable {
             }
             do {
                 return Array(try answer.get().rows)
+            } catch let error as PSQLError {
+                if let state = error.serverInfo?[.sqlState], PostgresSession.retriedStates.contains(state) {
+                    let message = error.serverInfo?[.message] ?? ""
+                    throw RolledBack(
+                        state: state, error: SwitchboardError(.unavailable, "PostgreSQL rolled the transaction back: \(message) (SQLSTATE \(state))"))
+                }
+                throw PostgresSession.storeError(error)
             } catch {
                 throw PostgresSession.storeError(error)
             }
