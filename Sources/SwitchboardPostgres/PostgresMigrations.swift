@@ -180,6 +180,12 @@ enum PostgresMigrations {
                 "CREATE INDEX client_connection_on_resume_token ON client_connection (resume_token)",
             ]
         ),
+        // How each node runs calls (`store.postgres_calls`: leader or spread), for a starting
+        // daemon to refuse a mode the live nodes do not run; NULL for rows written before.
+        (
+            "v11_node_calls",
+            ["ALTER TABLE node ADD COLUMN calls TEXT"]
+        ),
     ]
 
     /// The names of every migration this build knows, in order.

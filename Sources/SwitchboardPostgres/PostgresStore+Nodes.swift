@@ -24,28 +24,42 @@ extension PostgresStore {
         (SELECT count(*) FROM call_owner o JOIN call c ON c.cid = o.cid WHERE o.node = node.id AND c.ended_at IS NULL)
         """
 
-    /// Registers node `id` (or renews its row) for `lease`, with its open client `sockets`; rows
-    /// of nodes dead for a day go.
-    public func registerNode(id: String, description: String, lease: Duration, sockets: Int = 0) throws {
+    /// Registers node `id` (or renews its row) for `lease`, with its open client `sockets` and
+    /// how it runs calls (`calls`, `store.postgres_calls`); rows of nodes dead for a day go.
+    public func registerNode(id: String, description: String, lease: Duration, sockets: Int = 0, calls: String? = nil) throws {
         var binds = PostgresBindings()
         binds.append(id)
         binds.append(description)
         binds.append(Self.milliseconds(lease))
         binds.append(Int32(clamping: sockets))
+        binds.append(calls)
         try nodeSession.transaction { connection in
             try connection.execute("DELETE FROM node WHERE lease_until < now() - interval '1 day'")
             try connection.execute(
                 """
-                INSERT INTO node (id, description, started_at, last_seen, lease_until, sockets)
-                VALUES ($1, $2, now(), now(), now() + $3 * interval '1 millisecond', $4)
+                INSERT INTO node (id, description, started_at, last_seen, lease_until, sockets, calls)
+                VALUES ($1, $2, now(), now(), now() + $3 * interval '1 millisecond', $4, $5)
                 ON CONFLICT (id) DO UPDATE SET description = EXCLUDED.description, last_seen = EXCLUDED.last_seen,
-                  lease_until = EXCLUDED.lease_until, sockets = EXCLUDED.sockets
+                  lease_until = EXCLUDED.lease_until, sockets = EXCLUDED.sockets, calls = EXCLUDED.calls
                 """, binds)
         }
     }
 
+    /// The live nodes other than `id` that run calls otherwise than `calls`, by id, with the
+    /// mode each registered (nodes that registered none, from before, are left out).
+    public func nodesRunningCalls(otherThan calls: String, except id: String) throws -> [String: String] {
+        var binds = PostgresBindings()
+        binds.append(calls)
+        binds.append(id)
+        let rows = try nodeSession.withConnection { connection in
+            try connection.query(
+                "SELECT id, calls FROM node WHERE lease_until > now() AND calls IS NOT NULL AND calls <> $1 AND id <> $2 ORDER BY id", binds)
+        }
+        return Dictionary(uniqueKeysWithValues: try rows.map { try $0.decode((String, String).self) })
+    }
+
     /// Renews node `id`'s row (registering it again if an operator removed it).
-    public func renewNode(id: String, description: String, lease: Duration, sockets: Int = 0) throws {
+    public func renewNode(id: String, description: String, lease: Duration, sockets: Int = 0, calls: String? = nil) throws {
         var binds = PostgresBindings()
         binds.append(id)
         binds.append(Self.milliseconds(lease))
@@ -55,7 +69,7 @@ extension PostgresStore {
                 "UPDATE node SET last_seen = now(), lease_until = now() + $2 * interval '1 millisecond', sockets = $3 WHERE id = $1 RETURNING id",
                 binds)
         }
-        if renewed.isEmpty { try registerNode(id: id, description: description, lease: lease, sockets: sockets) }
+        if renewed.isEmpty { try registerNode(id: id, description: description, lease: lease, sockets: sockets, calls: calls) }
     }
 
     /// Removes node `id`'s row at a clean stop.

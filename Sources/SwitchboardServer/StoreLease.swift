@@ -40,12 +40,16 @@ final class StoreLease: Sendable {
 
     private let now: @Sendable () -> Date
 
+    /// How this node runs calls (`store.postgres_calls`), written with its row.
+    let calls: String?
+
     init(
-        store: PostgresStore, node: String, lease: Duration = .seconds(10), now: @escaping @Sendable () -> Date = { Date() }, factory: any MetricsFactory,
-        logger: Logger
+        store: PostgresStore, node: String, lease: Duration = .seconds(10), now: @escaping @Sendable () -> Date = { Date() }, calls: String? = nil,
+        factory: any MetricsFactory, logger: Logger
     ) {
         self.store = store
         self.node = node
+        self.calls = calls
         self.now = now
         self.lease = lease
         self.logger = logger
@@ -95,7 +99,7 @@ final class StoreLease: Sendable {
             }
             let turn = ContinuousClock.now
             do {
-                try store.renewNode(id: node, description: description, lease: lease, sockets: state.withLock { $0.sockets }())
+                try store.renewNode(id: node, description: description, lease: lease, sockets: state.withLock { $0.sockets }(), calls: calls)
                 if let leadership = try store.claimLeadership(node: node, lease: lease) {
                     lead(leadership)
                     return
@@ -158,7 +162,7 @@ final class StoreLease: Sendable {
         let (fence, description, sockets) = state.withLock { ($0.leading, $0.description, $0.sockets) }
         guard let fence else { return }
         do {
-            try? store.renewNode(id: node, description: description, lease: lease, sockets: sockets())
+            try? store.renewNode(id: node, description: description, lease: lease, sockets: sockets(), calls: calls)
             if try store.renewLeadership(fence, lease: lease) {
                 state.withLock { $0.lastRenewed = .now }
             } else {

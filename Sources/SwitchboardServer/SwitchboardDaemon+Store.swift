@@ -35,7 +35,21 @@ extension SwitchboardDaemon {
             if !store.migrationsApplied.isEmpty {
                 logger.notice("PostgreSQL database migrated", metadata: ["migrations": "\(store.migrationsApplied)"])
             }
-            let lease = StoreLease(store: store, node: nodeID, lease: configuration.postgresLease, now: clocks.wall, factory: factory, logger: logger)
+            let calls = configuration.postgresSpreadsCalls ? "spread" : "leader"
+            do {
+                // One mode per database: a daemon refuses to join live nodes that run another.
+                let others = try store.nodesRunningCalls(otherThan: calls, except: nodeID)
+                if !others.isEmpty {
+                    throw SwitchboardError(
+                        .invalidConfiguration,
+                        "store.postgres_calls is \(calls), but live nodes of this database run calls otherwise (\(others.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))); every daemon of one database must run the same mode")
+                }
+            } catch {
+                store.close()
+                throw error
+            }
+            let lease = StoreLease(
+                store: store, node: nodeID, lease: configuration.postgresLease, now: clocks.wall, calls: calls, factory: factory, logger: logger)
             lease.onDeposed { [weak self] in self?.wasDeposed() }
             lease.countSockets { [weak self] in self?.transport.webSocketCount ?? 0 }
             storeLease = lease

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import ServiceLifecycle
+import SwitchboardCore
 import SwitchboardServer
 
 /// `switchboard serve`: run the daemon until SIGTERM or SIGINT; SIGHUP reloads the log level and
@@ -29,6 +30,9 @@ struct Serve: AsyncParsableCommand {
             try await group.run()
         } catch {
             logger.critical("switchboard stopped with an error", metadata: ["error": "\(error)"])
+            // EX_CONFIG, as `check-config` exits: a setting the start found wrong (a state file,
+            // a mode the other daemons of its database do not run).
+            if let error = error as? SwitchboardError, error.code == .invalidConfiguration { throw ExitCode(78) }
             throw ExitCode(1)
         }
         // EX_TEMPFAIL: another daemon took the lead of the database while this one was frozen or

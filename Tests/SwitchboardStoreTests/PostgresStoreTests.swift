@@ -232,6 +232,24 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(try new.sharedSecret("s", proposed: String(repeating: "c", count: 32)), String(repeating: "b", count: 32), "the first one stays")
     }
 
+    /// A node's row says how it runs calls; a starting daemon asks which live nodes run them
+    /// otherwise (itself, lapsed nodes and rows from before the column excluded).
+    func test_theLiveNodesRunningCallsOtherwiseAreFound() throws {
+        let configuration = try database()
+        let store = try PostgresStore(configuration: configuration)
+        try store.registerNode(id: "node-a", description: "a", lease: .seconds(60), calls: "spread")
+        try store.registerNode(id: "node-b", description: "b", lease: .seconds(60), calls: "leader")
+        try store.registerNode(id: "node-c", description: "c", lease: .seconds(60))
+        try store.registerNode(id: "node-d", description: "d", lease: .seconds(60), calls: "spread")
+        try admin(configuration, "UPDATE node SET lease_until = now() - interval '1 second' WHERE id = 'node-d'")
+        XCTAssertEqual(try store.nodesRunningCalls(otherThan: "leader", except: "node-x"), ["node-a": "spread"])
+        XCTAssertEqual(try store.nodesRunningCalls(otherThan: "spread", except: "node-x"), ["node-b": "leader"])
+        XCTAssertEqual(try store.nodesRunningCalls(otherThan: "spread", except: "node-b"), [:], "itself")
+        try admin(configuration, "DELETE FROM node WHERE id = 'node-a'")
+        try store.renewNode(id: "node-a", description: "a", lease: .seconds(60), calls: "spread")
+        XCTAssertEqual(try store.nodesRunningCalls(otherThan: "leader", except: "node-x"), ["node-a": "spread"], "registered again with its mode")
+    }
+
     /// Each node's live calls are those whose claim it holds, ended ones not counted.
     func test_eachNodeCountsTheLiveCallsItHolds() throws {
         let configuration = try database()

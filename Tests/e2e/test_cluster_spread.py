@@ -33,6 +33,10 @@ its own, with one webhook endpoint (every event) on the test's receiver. What it
    once (without that, events of the first third of a lease were lost; a 6000 ms lease widens
    that window to 2 s). Tests 1-4 use a cluster as it comes up, with no wait for it to settle.
 
+6. ``test_a_daemon_of_the_other_mode_refuses_to_join``: with A (spread) leading, a daemon
+   started on the same database with ``store.postgres_calls`` leader exits 78 at once, naming the
+   key and A's node; A keeps leading, alone.
+
 Nothing sleeps to wait: every wait polls a condition with a deadline.
 Only processes started here are ended, by PID.
 """
@@ -328,3 +332,16 @@ def test_a_client_on_a_node_just_started_hears_the_calls_of_the_others(postgres,
     assert calls_per_node(a, [a, b, c]) == ([0, 1, 0], 1)
     for client in (bob, carol):
         client.close()
+
+
+def test_a_daemon_of_the_other_mode_refuses_to_join(postgres, daemons, receiver, tmp_path) -> None:
+    env = spread_env(postgres, "spread_mixed")
+    cfg = config(receiver, {"main": new_secret()})
+    a = daemons.start(cfg, state_dir=tmp_path / "a", **env)
+    other = daemons.start(cfg, state_dir=tmp_path / "b", wait=False, **{**env, "STORE_POSTGRES_CALLS": "leader"})
+    code = other.process.wait(WAIT_S)
+    assert code == 78, (code, other.output())
+    node = view(a)["leader"]
+    assert "store.postgres_calls is leader, but live nodes of this database run calls otherwise" in other.output(), other.output()
+    assert f"{node}: spread" in other.output(), other.output()
+    assert list(roles(a).values()) == ["leader"], view(a)

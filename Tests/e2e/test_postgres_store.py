@@ -45,7 +45,7 @@ PASSWORD = "Pw-n0t-t0-be-pr1nted"
 #: Rings long enough to outlast a crash and restart of the daemon.
 RING_MS = 60000
 MIGRATIONS = ("v1_audit_log", "v2_calls", "v3_webhooks", "v4_sfus", "v5_nodes", "v6_leader", "v7_node_message", "v8_node_sockets", "v9_call_owner",
-              "v10_connection_node")
+              "v10_connection_node", "v11_node_calls")
 #: The daemons' hold on the database: a SIGKILLed daemon's lapses this long after its last renewal.
 LEASE_MS = 2000
 RUN_TIMEOUT_S = 60.0
