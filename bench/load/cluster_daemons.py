@@ -24,6 +24,7 @@ NODES = 3
 READY = re.compile(r"ws://[0-9.]+:([0-9]+)/")
 LEADS = "leading the PostgreSQL database"
 STANDS_BY = "standing by: another node leads"
+RELAYS = "relaying to the leading node"
 #: Per-address caps the daemon applies (every client arrives from HAProxy, i.e. 127.0.0.1):
 #: lifted, as scripts/bench lifts them for its other loads; kept only if the binary knows them.
 LIFTED_CAPS = {
@@ -51,6 +52,11 @@ class Node:
         self.ready_at: float | None = None
         self.standby_at: float | None = None
         self.generation: int | None = None
+        #: Each "relaying to the leading node" line (a relaying daemon following a leader): its
+        #: arrival time and the generation it names (0: no leader).
+        self.relaying: list[tuple[float, int | None]] = []
+        #: Its node ID (the first ``node=`` its log names: its own, in its starting line).
+        self.node_id: str | None = None
         self.killed = False
 
     def start(self) -> None:
@@ -75,6 +81,11 @@ class Node:
                     found = re.search(r"generation=(\d+)", line)
                     self.generation = int(found.group(1)) if found else None
                     self.lead_at = at
+                if self.node_id is None and (found := re.search(r"\bnode=([0-9A-Za-z-]+)", line)):
+                    self.node_id = found.group(1)
+                if RELAYS in line:
+                    found = re.search(r"generation=(\d+)", line)
+                    self.relaying.append((at, int(found.group(1)) if found else None))
                 if self.standby_at is None and STANDS_BY in line:
                     self.standby_at = at
                 if self.ready_at is None and READY.search(line):

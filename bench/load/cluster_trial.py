@@ -73,9 +73,11 @@ class Trial:
             if not node.killed and node.returncode is not None:
                 raise BenchError(f"daemon {name} exited with {node.returncode}; log: {node.log_path}")
 
-    async def start_daemons(self, standby: str) -> None:
-        """A fresh database, three daemons on it with ``store.postgres_standby`` ``standby`` (the
-        first started alone and waited for until it leads), and HAProxy in front of them."""
+    async def start_daemons(self, standby: str, **settings) -> None:
+        """A fresh database, three daemons on it with ``store.postgres_standby`` ``standby`` and
+        ``settings`` (more SWITCHBOARD_* variables, without the prefix: cluster_node_loss.py's
+        STORE_POSTGRES_CALLS) (the first started alone and waited for until it leads), and
+        HAProxy in front of them."""
         opts, fx = self.opts, self.fx
         database = f"cluster_t{self.number}"
         url = await asyncio.to_thread(self.pg.create_database, database)
@@ -83,7 +85,7 @@ class Trial:
         config = fx.write_config(self.dir / "switchboard.json", {})
         ports = fx.free_tcp_ports(2 * NODES)
         env = fx.base_env(STORE_KIND="postgres", STORE_POSTGRES_URL=url, STORE_POSTGRES_LEASE_MS=opts.lease_ms,
-                          STORE_POSTGRES_STANDBY=standby, **fx.lifted_caps)
+                          STORE_POSTGRES_STANDBY=standby, **fx.lifted_caps, **settings)
         for i in range(NODES):
             name = f"n{i}"
             state_dir = self.dir / name
