@@ -27,6 +27,16 @@ spread node is closed because the leader changed, and a call outlives its owner 
   are for live nodes to take over) instead of keeping it with nothing behind it; the client
   resumes through the balancer (same connection) and is served, and the node serves call
   sockets again.
+- ``test_a_cut_off_spread_leader_is_replaced_while_the_others_calls_carry_on``: each daemon in
+  its namespace. A call run by standby R0 with a participant on R1, and a ringing call run by
+  the leader (its caller straight on it) ringing another callee on R1. The leader's network is
+  cut.
+  The standbys' call sockets stay open through the leader change (spread mode keeps them on
+  their daemon): the call between R0 and R1 carries events both ways while the leader is away,
+  one standby takes the lead (generation 2), and the old leader's ringing call is adopted and
+  times out there (the callee hears ``call.ring_stopped``). The network comes back: the old
+  leader exits 75 (its lead taken); the ringing call's event log holds one ``call.missed`` and
+  one ``call.ended``, the end last.
 - ``test_a_killed_owner_of_a_ringing_call_its_ring_times_out_once_with_its_webhooks``: no
   namespaces; A leads, B and C stand by (test_cluster_spread's ``spread_cluster``, one webhook
   endpoint on the test's receiver). A caller on C rings a callee on B and joins; C is SIGKILLed.
@@ -145,6 +155,47 @@ def test_a_cut_off_owner_loses_its_ringing_call_to_one_adopter_and_acts_no_more(
         for client in (alice, bob, again):
             assert client.unexpected == [], (client.user, client.unexpected)
             client.close()
+
+
+def test_a_cut_off_spread_leader_is_replaced_while_the_others_calls_carry_on(spaces, daemons: Daemons, tmp_path: Path) -> None:
+    with relaying_in_spaces(spaces, daemons, tmp_path, "spreadleadercut", ring_ms=RING_MS, **SPREAD) as (cluster, name, (r0, r1)):
+        old, space = cluster.nodes[name], space_of(spaces, name)
+        alice, bob = cluster.client("alice", node=r0), cluster.client("bob", node=r1)
+        alice.ok("call.join", {"type": "default", "id": "talk", "create": True})
+        bob.ok("call.join", {"type": "default", "id": "talk"})
+        alice.wait_event("call.participant_joined", "default:talk")
+        carol, dave = cluster.client("carol", node=name), cluster.client("dave", node=r1)
+        carol.ok("call.get_or_create", {"type": "ringing", "id": "lc", "members": ["dave"], "ring": True})
+        dave.wait_event("call.ring", "ringing:lc")
+        counts = call_counts(old)
+        assert counts[old.pid] == 1 and counts[cluster.nodes[r0].pid] == 1, counts
+
+        space.cut()
+        try:
+            name = cluster.leader([r0, r1])
+            new = cluster.nodes[name]
+            assert new.admin_ok("GET", "/v1/nodes")["generation"] == 2, new.admin_ok("GET", "/v1/nodes")
+            # The standbys' call sockets were kept through the change of leader, and their call
+            # still carries events both ways.
+            for n, (sender, hearer) in enumerate(((alice, bob), (bob, alice))):
+                assert sender.ok("call.send_event", {"type": "default", "id": "talk", "custom": {"n": n}}) == {}
+                wait_until(lambda h=hearer, n=n: any(e["type"] == "call.custom" and e["data"]["custom"] == {"n": n} for e in list(h.events)),
+                           TAKEOVER_S, f"{hearer.user} hearing event {n}")
+            stopped = dave.wait_event("call.ring_stopped", "ringing:lc", timeout=RING_MS / 1000 + ADOPT_WAIT_S)
+            assert stopped["data"]["reason"] == "timeout", stopped
+            assert not any(c.closed for c in (alice, bob, dave)), [c.ws.close_code for c in (alice, bob, dave)]
+        finally:
+            space.restore()
+
+        code = old.process.wait(TAKEOVER_S)
+        assert code == 75, f"exit {code}:\n{old.output()}"
+        assert "another node took the lead of the PostgreSQL database" in old.output(), old.output()
+        types = [t for _, t in call_log(new, "ringing:lc")]
+        assert types.count("call.missed") == 1 and types.count("call.ended") == 1 and types[-1] == "call.ended", types
+        for client in (alice, bob, dave):
+            assert client.unexpected == [], (client.user, client.unexpected)
+            client.close()
+        carol.close()
 
 
 def test_a_spread_node_cut_off_about_a_lease_closes_its_call_sockets(spaces, daemons: Daemons, tmp_path: Path) -> None:
