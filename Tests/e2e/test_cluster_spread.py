@@ -131,6 +131,19 @@ def nothing_more_for(receiver, cid: str, count: int, seconds: float) -> None:
     raise AssertionError(f"{cid}: requests beyond the {count} expected: {about(receiver)[count:]}")
 
 
+def webhooks_once(receiver, cid: str, wanted: list[str], seconds: float) -> list[Any]:
+    """The call's webhooks, once its ``call.ended`` arrived: ``seq`` 1..N, each every time once,
+    and each type of ``wanted`` exactly once, in that order."""
+    sent = receiver.wait_for(lambda r: (m := r.by_call().get(cid, [])) and m[-1].type == "call.ended" and m, seconds,
+                             f"the webhooks of {cid} up to call.ended")
+    types = [m.type for m in sent]
+    assert [m.seq for m in sent] == list(range(1, len(sent) + 1)), [(m.type, m.seq) for m in sent]
+    for kind in wanted:
+        assert types.count(kind) == 1, (kind, types)
+    assert [types.index(kind) for kind in wanted] == sorted(types.index(kind) for kind in wanted), (wanted, types)
+    return sent
+
+
 def test_calls_run_where_created_and_reach_every_node(postgres, daemons, receiver, tmp_path) -> None:
     a, b, c = nodes = spread_cluster(postgres, daemons, receiver, tmp_path, "spread_run")
     assert calls_per_node(a, nodes) == ([0, 0, 0], 0)
@@ -201,13 +214,7 @@ def test_ringing_across_nodes_and_its_webhooks_once(postgres, daemons, receiver,
     assert ended["data"]["reason"] == "ended_by_user", ended
 
     # The leader sends what B committed: each message once, in seq order, every seq once.
-    sent = receiver.wait_for(lambda r: (m := r.by_call().get(cid, [])) and m[-1].type == "call.ended" and m, WAIT_S,
-                             f"the webhooks of {cid} up to call.ended")
-    types = [m.type for m in sent]
-    assert [m.seq for m in sent] == list(range(1, len(sent) + 1)), [(m.type, m.seq) for m in sent]
-    for wanted in ("call.created", "call.ring", "call.accepted", "call.ended"):
-        assert types.count(wanted) == 1, types
-    assert types.index("call.created") < types.index("call.ring") < types.index("call.accepted") < types.index("call.ended"), types
+    sent = webhooks_once(receiver, cid, ["call.created", "call.ring", "call.accepted", "call.ended"], WAIT_S)
     ringing = next(m for m in sent if m.type == "call.ring").data["ringing"]
     assert [(r["user_id"], r["connected"]) for r in ringing] == [("callee", True)], ringing
     assert next(m for m in sent if m.type == "call.ended").data["reason"] == "ended_by_user"
